@@ -1,0 +1,176 @@
+"""Evaluation benchmarks on the H200: reference solutions, skill latency, timing stability, ncu.
+
+    python benchmarks/bench_eval.py solutions  [--backend cuda] [--out NAME]
+    python benchmarks/bench_eval.py latency    [--problem level1/02_swish] [--repeats 3]
+    python benchmarks/bench_eval.py stability  [--problem level1/02_swish] [--runs 10] [--compiles 8]
+    python benchmarks/bench_eval.py ncu        [--problem level1/02_swish]
+
+solutions: `final` evaluation of every reference solution (time per call as the caller sees it,
+  summed kernel time, eager and torch.compile baselines, speedups with intervals, reward).
+latency:   wall time of the run_tests and profile paths with baselines cached (compile excluded:
+  the build is a cache hit), process start included.
+stability: the same kernel profiled in N separate evaluations; coefficient of variation of the
+  medians, on a quiet GPU and while K cold nvcc builds run on the same machine.
+ncu:       wall time of the ncu skill and the metrics it reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import environment, table, write_result  # noqa: E402
+from skills.baselines import JsonBaselineCache  # noqa: E402
+from skills.build import BuildConfig  # noqa: E402
+from skills.evaluate import EvalConfig, build_workspace, evaluate  # noqa: E402
+from skills.results import EvalResult, Mode  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def solution_dirs(backend: str) -> list[tuple[Path, Path]]:
+    base = ROOT / "problems/solutions" / backend
+    pairs = []
+    for ws in sorted(p.parent for p in base.glob("level*/*/model_new.py")):
+        problem = ROOT / "problems" / ws.parent.name / f"{ws.name}.py"
+        pairs.append((problem, ws))
+    return pairs
+
+
+def run(problem: Path, ws: Path, mode: Mode, cfg: EvalConfig, cache: JsonBaselineCache) -> tuple[EvalResult, float]:
+    t = time.perf_counter()
+    r = anyio.run(lambda: evaluate(problem, ws, mode=mode, config=cfg, baseline_cache=cache))
+    return r, time.perf_counter() - t
+
+
+def cmd_solutions(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
+    rows, records = [], []
+    for problem, ws in solution_dirs(args.backend):
+        r, wall = run(problem, ws, "final", cfg, cache)
+        sp = {s.baseline: s for s in r.speedups}
+        c = r.candidate
+        rows.append([r.problem, r.reward, c.per_call_us.median if c else None, c.kernel_us if c else None,
+                     r.eager.per_call_us.median if r.eager else None,
+                     r.compiled_baseline.per_call_us.median if r.compiled_baseline else None,
+                     f"{sp['eager'].value:.2f} [{sp['eager'].low:.2f}]" if "eager" in sp else None,
+                     f"{sp['compile'].value:.2f} [{sp['compile'].low:.2f}]" if "compile" in sp else None,
+                     100 * c.cv if c else None, ",".join(f.name for f in r.flags) or (r.error or "")[:60], wall])
+        records.append(msgspec.to_builtins(r))
+    print(table(["problem", "reward", "us/call", "kernel us", "eager us", "compile us", "x eager [low]",
+                 "x compile [low]", "cv %", "flags/error", "wall s"], rows))
+    return {"results": records}
+
+
+def cmd_latency(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
+    problem, ws = _one(args)
+    run(problem, ws, "profile", cfg, cache)  # fills the baseline and build caches
+    out: dict[str, list[float]] = {"run_tests": [], "profile": []}
+    stages: dict[str, Any] = {}
+    for _ in range(args.repeats):
+        for mode, key in (("test", "run_tests"), ("profile", "profile")):
+            r, wall = run(problem, ws, mode, cfg, cache)  # type: ignore[arg-type]
+            assert r.correct, r.error
+            out[key].append(wall)
+            stages[key] = msgspec.to_builtins(r.stages)
+    rows = [[k, statistics.median(v), min(v), max(v)] for k, v in out.items()]
+    print(table(["skill path", "median s", "min s", "max s"], rows))
+    print("stage seconds of the last run:", stages)
+    return {"wall_s": out, "stages": stages, "problem": str(problem)}
+
+
+def _compile_storm(k: int, tmp: Path) -> list[subprocess.Popen[bytes]]:
+    """K processes that rebuild a kernel from a cold cache in a loop (nvcc load on the CPU)."""
+    src = ROOT / "problems/solutions/cuda/level2/03_layernorm_gelu/kernels"
+    script = ("import sys,shutil,pathlib; sys.path.insert(0, sys.argv[1]);"
+              "from skills.build import BuildConfig, build\n"
+              "i=0\nwhile True:\n  c=pathlib.Path(sys.argv[2])/str(i); build(sys.argv[3], BuildConfig(backend='cuda', cache_dir=str(c)));"
+              " shutil.rmtree(c); i+=1\n")
+    return [subprocess.Popen([sys.executable, "-c", script, str(ROOT), str(tmp / f"storm{j}"), str(src)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for j in range(k)]
+
+
+def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
+    problem, ws = _one(args)
+    run(problem, ws, "profile", cfg, cache)
+    result: dict[str, Any] = {"problem": str(problem)}
+    rows = []
+    for label, storm in (("quiet", 0), (f"{args.compiles} compiles running", args.compiles)):
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = _compile_storm(storm, Path(tmp))
+            try:
+                medians = []
+                for _ in range(args.runs):
+                    r, _ = run(problem, ws, "profile", cfg, cache)
+                    assert r.candidate is not None, r.error
+                    medians.append(r.candidate.per_call_us.median)
+            finally:
+                for p in procs:
+                    p.kill()
+        cv = statistics.pstdev(medians) / statistics.fmean(medians)
+        rows.append([label, statistics.fmean(medians), min(medians), max(medians), 100 * cv])
+        result[label] = {"medians_us": medians, "cv": cv}
+    print(table(["condition", "mean of medians us", "min", "max", "cv %"], rows))
+    return result
+
+
+def cmd_ncu(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
+    from skills.eval_skills import Evaluator
+    from skills.ncu import format_report
+
+    problem, ws = _one(args)
+    ev = Evaluator(problem, cfg, cache=cache)
+    walls, rep = [], None
+    for _ in range(2):
+        t = time.perf_counter()
+        rep = anyio.run(ev.ncu, ws)
+        walls.append(time.perf_counter() - t)
+    assert rep is not None
+    print(format_report(rep))
+    print(f"ncu skill wall seconds: {walls}")
+    return {"wall_s": walls, "report": msgspec.to_builtins(rep)}
+
+
+def _one(args: argparse.Namespace) -> tuple[Path, Path]:
+    problem = ROOT / "problems" / f"{args.problem}.py"
+    ws = ROOT / "problems/solutions" / args.backend / args.problem
+    built = build_workspace(ws, EvalConfig(backend=args.backend))
+    assert built is None or built.ok, built.errors if built else ""
+    return problem, ws
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("command", choices=["solutions", "latency", "stability", "ncu"])
+    ap.add_argument("--backend", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--problem", default="level1/02_swish")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--compiles", type=int, default=8)
+    ap.add_argument("--baselines", default="eager,compile")
+    ap.add_argument("--cache", type=Path, default=None, help="baseline cache JSON (default: a fresh temp file)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    cfg = EvalConfig(backend=args.backend, baselines=[b for b in args.baselines.split(",") if b],  # type: ignore[misc]
+                     build=BuildConfig(backend=args.backend))
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = JsonBaselineCache(args.cache or Path(tmp) / "baselines.json")
+        payload = {"cuda": cmd_solutions, "solutions": cmd_solutions, "latency": cmd_latency,
+                   "stability": cmd_stability, "ncu": cmd_ncu}[args.command](args, cfg, cache)
+    payload["env"] = environment()
+    path = write_result(args.out or f"eval-{args.command}-{args.backend}", payload)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+
+M = 8192
+N = 8192
+
+
+class Model(nn.Module):
+    """Mean squared error between two tensors, reduced to a 0-dim scalar."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.mean((a - b) ** 2)
+
+
+def get_inputs():
+    return [torch.randn(M, N), torch.randn(M, N)]
+
+
+def get_init_inputs():
+    return []
+
+
+SMALL_SIZES = {"M": 256, "N": 1024}

@@ -1,0 +1,27 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Hyperbolic tangent applied elementwise."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x)
+
+
+batch_size = 8192
+dim = 8192
+SMALL_SIZES = {"batch_size": 2048, "dim": 2048}
+
+
+def get_inputs():
+    x = torch.randn(batch_size, dim) * 2.0
+    return [x]
+
+
+def get_init_inputs():
+    return []

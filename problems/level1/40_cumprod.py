@@ -1,0 +1,29 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Inclusive prefix product along rows; inputs lie in [0.99, 1.01] so products stay bounded."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cumprod(x, dim=self.dim)
+
+
+batch_size = 8192
+dim = 8192
+scan_dim = 1
+SMALL_SIZES = {"batch_size": 1024, "dim": 2048}
+
+
+def get_inputs():
+    x = 0.99 + 0.02 * torch.rand(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return [scan_dim]

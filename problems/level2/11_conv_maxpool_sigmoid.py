@@ -1,0 +1,30 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Conv2d 3x3 (padding 1) -> 2x2 max pooling -> sigmoid."""
+
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(F.max_pool2d(self.conv(x), kernel_size=2))
+
+
+batch_size = 32
+in_channels = 32
+out_channels = 64
+height = 128
+width = 128
+SMALL_SIZES = {"batch_size": 4, "in_channels": 16, "out_channels": 32, "height": 64, "width": 64}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels]

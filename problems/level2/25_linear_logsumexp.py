@@ -1,0 +1,28 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Linear layer, then logsumexp over the output features (one value per row)."""
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.logsumexp(self.linear(x), dim=1, keepdim=True)
+
+
+batch_size = 4096
+in_features = 4096
+out_features = 2048
+SMALL_SIZES = {"batch_size": 256, "in_features": 512, "out_features": 512}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]

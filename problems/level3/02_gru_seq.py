@@ -1,0 +1,32 @@
+import torch
+import torch.nn as nn
+
+SEQ_LEN = 32
+BATCH = 64
+INPUT_SIZE = 256
+HIDDEN_SIZE = 256
+
+
+class Model(nn.Module):
+    """GRUCell stepped over a sequence in a Python loop; returns the final h."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.cell = nn.GRUCell(input_size, hidden_size)
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+        h = h0
+        for t in range(x.shape[0]):
+            h = self.cell(x[t], h)
+        return h
+
+
+def get_inputs():
+    return [torch.randn(SEQ_LEN, BATCH, INPUT_SIZE), torch.randn(BATCH, HIDDEN_SIZE)]
+
+
+def get_init_inputs():
+    return [INPUT_SIZE, HIDDEN_SIZE]
+
+
+SMALL_SIZES = {"SEQ_LEN": 4, "BATCH": 8}

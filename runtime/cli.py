@@ -1,0 +1,133 @@
+"""`kagent`: the command line.
+
+    kagent eval PROBLEM.py SOLUTION [--backend cuda|cpu] [--mode final|profile|test] [--json]
+    kagent problems list [--root problems] [--level N]
+
+SOLUTION is a workspace directory (model_new.py + kernels/) or a single KernelBench-style
+model_new.py that builds its own kernels with load_inline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Literal, cast
+
+import anyio
+import msgspec
+
+from skills.baselines import JsonBaselineCache
+from skills.evaluate import EvalConfig, evaluate
+from skills.harness.protocol import TimingConfig
+from skills.report import format_result
+from skills.results import EvalResult, Mode
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(f"kagent: {text}\n")
+
+
+def _eval_args(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("eval", help="grade a kernel solution without any LLM")
+    p.add_argument("problem", type=Path, help="problem file in KernelBench format")
+    p.add_argument("solution", type=Path, help="workspace dir (model_new.py + kernels/) or a single model_new.py")
+    p.add_argument("--backend", choices=["cuda", "cpu"], default="cuda", help="where kernels build and run (default cuda)")
+    p.add_argument("--mode", choices=["final", "profile", "test"], default="final",
+                   help="test: correctness only; profile: + timing; final: + reward (default)")
+    p.add_argument("--sizes", choices=["default", "small"], default=None,
+                   help="problem sizes (default: small on cpu, default on cuda)")
+    p.add_argument("--baselines", default="eager,compile", help="comma list of eager,compile (default both)")
+    p.add_argument("--reward", default="milestone", help="reward function (milestone, speedup_vs_compile, ...)")
+    p.add_argument("--target-seconds", type=float, default=0.4, help="time spent in timed calls per callable")
+    p.add_argument("--gpu", default=None, help="CUDA_VISIBLE_DEVICES for the workers")
+    p.add_argument("--json", action="store_true", help="print the EvalResult as JSON")
+
+
+def _problems_args(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("problems", help="the bundled problem set")
+    p.add_argument("action", choices=["list"])
+    p.add_argument("--root", type=Path, default=PROJECT_ROOT / "problems")
+    p.add_argument("--level", type=int, default=None)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="kagent", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    _eval_args(sub)
+    _problems_args(sub)
+    return ap
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    if not args.problem.is_file():
+        _err(f"problem file {args.problem} does not exist")
+        return 2
+    if not args.solution.exists():
+        _err(f"solution {args.solution} does not exist")
+        return 2
+    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    if bad := [b for b in baselines if b not in ("eager", "compile")]:
+        _err(f"unknown baseline(s) {', '.join(bad)}; valid: eager, compile")
+        return 2
+    config = EvalConfig(
+        backend=args.backend, sizes=args.sizes, reward_fn=args.reward, gpu=args.gpu,
+        baselines=cast(list[Literal["eager", "compile"]], baselines),
+        timing=TimingConfig(target_seconds=args.target_seconds),
+        torch_extensions_dir=str(Path(tempfile.gettempdir()) / "kagent-torch-extensions"),
+    )
+    from skills.reward import REWARDS
+
+    if args.reward not in REWARDS:
+        _err(f"unknown reward function {args.reward!r}; valid: {', '.join(sorted(REWARDS))}")
+        return 2
+    with tempfile.TemporaryDirectory(prefix="kagent-eval-ws-") as tmp:
+        workspace = args.solution
+        if args.solution.is_file():
+            # A single KernelBench-style file: it becomes model_new.py of a workspace without kernels/.
+            workspace = Path(tmp)
+            shutil.copyfile(args.solution, workspace / "model_new.py")
+        result = anyio.run(_evaluate, args.problem, workspace, cast(Mode, args.mode), config)
+    _out(msgspec.json.format(msgspec.json.encode(result)).decode() if args.json else format_result(result))
+    return 0 if result.correct and not result.flags else 1
+
+
+async def _evaluate(problem: Path, workspace: Path, mode: Mode, config: EvalConfig) -> EvalResult:
+    return await evaluate(problem, workspace, mode=mode, config=config, baseline_cache=JsonBaselineCache())
+
+
+def run_problems(args: argparse.Namespace) -> int:
+    from skills.problem import iter_problems, read_manifest
+
+    manifest = args.root / "manifest.jsonl"
+    rows = {r.name: r for r in read_manifest(manifest)} if manifest.is_file() else {}
+    _out(f"{'name':<40} {'level':>5} {'precision':>9} {'est H200 us':>11}  ops")
+    for path in iter_problems(args.root):
+        name = f"{path.parent.name}/{path.stem}"
+        row = rows.get(name)
+        if args.level is not None and (row is None or row.level != args.level):
+            continue
+        if row is None:
+            _out(f"{name:<40} {'?':>5} {'?':>9} {'?':>11}  (not in manifest)")
+            continue
+        _out(f"{name:<40} {row.level!s:>5} {row.precision:>9} {row.est_h200_us:>11.0f}  {','.join(row.ops)[:60]}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "eval":
+        return run_eval(args)
+    return run_problems(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The skills that build and grade: compile, run_tests, profile, ncu, submit.
+
+They reach the evaluator through `SkillContext.evaluator`, an `Evaluator` bound to the episode's
+problem. Every evaluation grades a frozen snapshot of the workspace, so edits the agent makes in
+the same turn cannot race the grader.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import msgspec
+
+from skills.base import SkillArgs, SkillContext, SkillResult, register
+from skills.baselines import BaselineCache
+from skills.build import BuildConfig, BuildResult
+from skills.evaluate import EvalConfig, build_workspace, evaluate, worker_env
+from skills.ncu import NcuReport, format_report, run_ncu
+from skills.report import format_build, format_result
+from skills.results import EvalResult, Mode
+
+
+class Evaluator:
+    """Grades workspaces against one problem; shared by the skills of one episode."""
+
+    def __init__(self, problem_path: str | Path, config: EvalConfig, *, cache: BaselineCache | None = None) -> None:
+        self.problem_path = Path(problem_path).resolve()
+        self.config = config
+        self.cache = cache
+
+    def build_config(self) -> BuildConfig:
+        return self.config.build or BuildConfig(backend=self.config.backend)
+
+    async def compile(self, workspace: Path) -> BuildResult | None:
+        return await anyio.to_thread.run_sync(build_workspace, workspace, self.config)
+
+    async def evaluate(self, workspace: Path, mode: Mode) -> EvalResult:
+        with tempfile.TemporaryDirectory(prefix="kagent-snap-") as tmp:
+            snap = await anyio.to_thread.run_sync(_snapshot, workspace, Path(tmp) / "ws")
+            return await evaluate(self.problem_path, snap, mode=mode, config=self.config, baseline_cache=self.cache)
+
+    async def ncu(self, workspace: Path) -> NcuReport:
+        if self.config.backend != "cuda":
+            return NcuReport(ok=False, kernels=[], error="ncu needs the cuda backend (this episode runs on the cpu)", seconds=0.0)
+        built = await self.compile(workspace)
+        if built is not None and not built.ok:
+            return NcuReport(ok=False, kernels=[], error="the kernels do not compile; run compile first", seconds=0.0)
+        with tempfile.TemporaryDirectory(prefix="kagent-ncu-") as tmp:
+            for sub in ("tmp", "torch_extensions"):
+                (Path(tmp) / sub).mkdir()
+            return await run_ncu(self.problem_path, workspace, built, env=worker_env(self.config, Path(tmp)))
+
+
+def _snapshot(workspace: Path, dest: Path) -> Path:
+    from skills.workspace import Workspace
+
+    return Workspace.open(workspace).snapshot(dest).path
+
+
+def _evaluator(ctx: SkillContext) -> Evaluator:
+    if not isinstance(ctx.evaluator, Evaluator):
+        raise RuntimeError("this skill needs an Evaluator in SkillContext.evaluator")
+    return ctx.evaluator
+
+
+class NoArgs(SkillArgs):
+    """No arguments."""
+
+
+class SubmitArgs(SkillArgs):
+    summary: Annotated[str, msgspec.Meta(description="One or two sentences: what the kernels do and why they are fast.", max_length=2000)] = ""
+
+
+class SubmitRecord(msgspec.Struct):
+    """The agent's closing words; the final evaluation is stored separately."""
+
+    summary: str
+    """What the agent says it submitted."""
+
+
+class Compile:
+    name = "compile"
+    description = ("Build kernels/ into the extension model_new.py imports. Returns compiler errors, or per kernel"
+                   " registers, shared memory and spills. Cached by content: unchanged files do not recompile.")
+    Args = NoArgs
+
+    async def run(self, args: NoArgs, ctx: SkillContext) -> SkillResult:
+        built = await _evaluator(ctx).compile(ctx.workspace.path)
+        if built is None:
+            return SkillResult(text="kernels/ holds no .cu or .cpp source: nothing to build", ok=False)
+        return SkillResult(text=format_build(built), ok=built.ok, record=built)
+
+
+class _Evaluate:
+    mode: Mode = "test"
+
+    async def run(self, args: NoArgs, ctx: SkillContext) -> SkillResult:
+        result = await _evaluator(ctx).evaluate(ctx.workspace.path, self.mode)
+        ok = result.compiled and result.correct and not result.flags
+        return SkillResult(text=format_result(result), ok=ok, record=result)
+
+
+class RunTests(_Evaluate):
+    name = "run_tests"
+    description = ("Check ModelNew against Model on several fresh random input sets (compiles first)."
+                   " Reports, per output, the error against an fp64 reference and whether it is within budget.")
+    Args = NoArgs
+    mode: Mode = "test"
+
+
+class Profile(_Evaluate):
+    name = "profile"
+    description = ("Time ModelNew (after a correctness check) against eager PyTorch and torch.compile:"
+                   " median time per call with a 95% interval, and speedups.")
+    Args = NoArgs
+    mode: Mode = "profile"
+
+
+class Ncu:
+    name = "ncu"
+    description = ("Nsight Compute on one ModelNew call: per kernel duration, achieved occupancy, SM and DRAM"
+                   " throughput, registers, shared memory and the top warp-stall reasons.")
+    Args = NoArgs
+
+    async def run(self, args: NoArgs, ctx: SkillContext) -> SkillResult:
+        rep = await _evaluator(ctx).ncu(ctx.workspace.path)
+        return SkillResult(text=format_report(rep), ok=rep.ok, record=rep)
+
+
+class Submit:
+    name = "submit"
+    description = "End the episode. The final evaluation of the workspace as it is now decides the reward."
+    Args = SubmitArgs
+
+    async def run(self, args: SubmitArgs, ctx: SkillContext) -> SkillResult:
+        return SkillResult(text="submitted; the final evaluation runs now", ok=True,
+                           record=SubmitRecord(summary=args.summary), ends_episode=True)
+
+
+COMPILE = register(Compile())
+RUN_TESTS = register(RunTests())
+PROFILE = register(Profile())
+NCU = register(Ncu())
+SUBMIT = register(Submit())

@@ -1,0 +1,453 @@
+"""The evaluator (trusted parent): build, then judge + candidate workers, then statistics and reward.
+
+    build kernels/ (content-hash cache)
+    start judge and candidate workers at once (each a fresh process, own process group)
+      judge: reference outputs from a secret seed; inputs + weights -> exchange dir
+      candidate: bind kernels, import model_new.py
+    candidate runs the input sets -> outputs file -> judge compares (per output, per set)
+    [profile/final] candidate timing loop (judge idle; GPU exclusive) -> raw samples + spot values
+    [profile/final] baselines from the cache, else timed by the judge
+    parent: spot checks, intervals, speedups, flags, reward
+
+Reference outputs, tolerances and statistics never exist in the candidate's process. Any crash,
+hang or timeout of a worker ends this one evaluation with a structured failure.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import msgspec
+
+from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
+from skills.build import BuildConfig, BuildResult, build
+from skills.harness import protocol as P
+from skills.results import (
+    Backend,
+    BuildSummary,
+    EvalResult,
+    Flag,
+    Mode,
+    Precision,
+    SetResult,
+    Speedup,
+    Stage,
+    StageTimes,
+    TimingResult,
+)
+from skills.reward import get_reward_fn
+from skills.sandbox import SandboxConfig, SandboxUnavailable, clean_env, needed_roots, rlimits_spec
+from skills.sandbox import available as sandbox_available
+from skills.sandbox import wrap as sandbox_wrap
+from skills.static_check import check_workspace
+from skills.stats import coefficient_of_variation, median_interval
+from skills.workers import Worker, WorkerFailed
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class EvalConfig(msgspec.Struct, kw_only=True):
+    """How evaluations run; one per evaluator."""
+
+    backend: Backend = "cuda"
+    """cuda (nvcc, a GPU) or cpu (C++/OpenMP on the CPU)."""
+    sizes: Literal["default", "small"] | None = None
+    """Problem sizes; None picks small on cpu and default on cuda."""
+    n_sets: int = 3
+    """Input sets for correctness (each from the secret seed)."""
+    n_canaries: int = 2
+    """Extra input sets used once each, at secret places in the timed loop."""
+    samples_per_output: int = 64
+    """Elements per output checked on every timed call."""
+    timing: P.TimingConfig = msgspec.field(default_factory=P.TimingConfig)
+    """The timing loop (candidate and baselines alike)."""
+    baselines: list[Literal["eager", "compile"]] = msgspec.field(default_factory=lambda: ["eager", "compile"])
+    """Baselines to time in profile/final mode."""
+    margin: float = 0.05
+    """"Faster" means the conservative speedup exceeds 1 + margin."""
+    reward_fn: str = "milestone"
+    """Reward function by name (skills.reward.REWARDS)."""
+    profile_calls: int = 5
+    """Calls under the profiler for kernel time and launch accounting (cuda)."""
+    timeout_import_s: float = 300.0
+    """Starting workers, importing model_new.py (load_inline builds count) and the reference."""
+    timeout_run_s: float = 120.0
+    """Running and comparing the correctness sets."""
+    timeout_timing_s: float = 300.0
+    """The candidate's timing loop."""
+    timeout_baseline_s: float = 900.0
+    """Timing the baselines (torch.compile cold start included)."""
+    gpu: str | None = None
+    """CUDA_VISIBLE_DEVICES for the workers (the leased GPU slot); None leaves it unset."""
+    python: str = sys.executable
+    """Interpreter for the workers."""
+    log_chars: int = 4000
+    """Tail of the candidate's stdout/stderr kept in the result."""
+    build: BuildConfig | None = None
+    """Build settings; None derives them from the backend."""
+    sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
+    """How candidate workers are confined (bubblewrap + rlimits)."""
+    gpu_memory_fraction: float = 0.45
+    """Cap on the candidate's torch allocations, as a fraction of the GPU (the judge holds the rest)."""
+    torch_extensions_dir: str | None = None
+    """Where load_inline solutions build (shared cache); None gives each evaluation a fresh one."""
+
+
+class _State:
+    """What an evaluation has learned so far (turned into an EvalResult at the end)."""
+
+    def __init__(self, problem_path: str, config: EvalConfig, mode: Mode) -> None:
+        self.problem = Path(problem_path).stem
+        self.problem_id = ""
+        self.mode = mode
+        self.stage: Stage = "load"
+        self.error: str | None = None
+        self.compiled = True
+        self.build: BuildSummary | None = None
+        self.sets: list[SetResult] = []
+        self.flags: list[Flag] = []
+        self.candidate: TimingResult | None = None
+        self.eager: TimingResult | None = None
+        self.compiled_baseline: TimingResult | None = None
+        self.precision: Precision = "fp32"
+        self.gpu: str | None = None
+        self.torch_version = ""
+        self.times = StageTimes()
+        self.log = ""
+        self.config = config
+        self.began = time.perf_counter()
+
+
+def _timing_result(samples: P.Samples) -> TimingResult:
+    return TimingResult(per_call_us=median_interval(samples.per_call_us), kernel_us=samples.kernel_us,
+                        calls=len(samples.per_call_us), cv=coefficient_of_variation(samples.per_call_us))
+
+
+def speedup(baseline: str, base: TimingResult, cand: TimingResult, margin: float) -> Speedup:
+    b, c = base.per_call_us, cand.per_call_us
+    low = b.low / c.high
+    return Speedup(baseline=baseline, value=b.median / c.median, low=low, high=b.high / c.low, faster=low > 1.0 + margin)
+
+
+def finish(state: _State) -> EvalResult:
+    cfg = state.config
+    speedups = []
+    if state.candidate is not None:
+        for name, base in (("eager", state.eager), ("compile", state.compiled_baseline)):
+            if base is not None:
+                speedups.append(speedup(name, base, state.candidate, cfg.margin))
+    correct = bool(state.sets) and all(s.ok for s in state.sets) and state.error is None
+    state.times.total = time.perf_counter() - state.began
+    result = EvalResult(
+        problem=state.problem, problem_id=state.problem_id, backend=cfg.backend, mode=state.mode,
+        compiled=state.compiled, correct=correct, stage=state.stage if state.error else "done",
+        error=state.error, build=state.build, sets=state.sets, flags=state.flags,
+        candidate=state.candidate, eager=state.eager, compiled_baseline=state.compiled_baseline,
+        speedups=speedups, reward=None, reward_fn=None, precision=state.precision, gpu=state.gpu,
+        torch_version=state.torch_version, stages=state.times, log=state.log,
+    )
+    if state.mode == "final":
+        result.reward = get_reward_fn(cfg.reward_fn)(result)
+        result.reward_fn = cfg.reward_fn
+    return result
+
+
+def build_workspace(workspace: Path, config: EvalConfig) -> BuildResult | None:
+    """Build kernels/ when it holds sources; None when model_new.py builds its own (load_inline)."""
+    kdir = workspace / "kernels"
+    if not kdir.is_dir() or not any(p.suffix in (".cu", ".cpp", ".cc") for p in kdir.iterdir()):
+        return None
+    return build(kdir, config.build or BuildConfig(backend=config.backend))
+
+
+class Scratch(msgspec.Struct):
+    """The per-evaluation folder (in /dev/shm where there is one) and what the candidate gets of it."""
+
+    root: Path
+    """Removed when the evaluation ends."""
+    workspace: Path
+    """A frozen copy of model_new.py and kernels/ (read-only to the candidate)."""
+    lib: str | None
+    """A copy of the built library (read-only to the candidate)."""
+    run_as: int | None
+    """uid/gid the candidate runs as (65534 when the evaluator is root), None for the current user."""
+
+
+def make_scratch(ws: Path, built: BuildResult | None, sandbox: SandboxConfig) -> Scratch:
+    """Copy what the candidate needs into a fresh folder whose permissions the evaluator controls."""
+    root = Path(tempfile.mkdtemp(prefix="kagent-eval-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    run_as = candidate_uid(sandbox)
+    os.chmod(root, 0o711)
+    for sub in ("exchange", "lib", "out", "tmp", "torch_extensions"):
+        (root / sub).mkdir(mode=0o755)
+        if sub in ("out", "tmp", "torch_extensions") and run_as is not None:
+            os.chown(root / sub, run_as, run_as)
+    cand_ws = root / "ws"
+    (cand_ws / "kernels").mkdir(parents=True)
+    shutil.copyfile(ws / "model_new.py", cand_ws / "model_new.py")
+    kdir = ws / "kernels"
+    if kdir.is_dir():
+        for f in kdir.iterdir():
+            if f.is_file() and not f.is_symlink():
+                shutil.copyfile(f, cand_ws / "kernels" / f.name)
+    for path in (cand_ws, cand_ws / "kernels", *cand_ws.rglob("*")):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    lib = None
+    if built is not None and built.lib_path:
+        lib = str(root / "lib" / Path(built.lib_path).name)
+        shutil.copyfile(built.lib_path, lib)
+        os.chmod(lib, 0o755)
+    return Scratch(root=root, workspace=cand_ws, lib=lib, run_as=run_as)
+
+
+def candidate_uid(sandbox: SandboxConfig) -> int | None:
+    """As root, candidates run as nobody (65534) so rlimits bind; only if they can read the project."""
+    if os.geteuid() != 0 or sandbox.mode != "bwrap" or not sandbox_available(sandbox):
+        return None
+    return 65534 if all(world_readable(p) for p in needed_roots()) else None
+
+
+def world_readable(path: Path) -> bool:
+    """Every folder from / down to path can be entered by others, and path can be read."""
+    p = path.resolve()
+    for anc in (p, *p.parents):
+        if not os.stat(anc).st_mode & 0o001:
+            return False
+    return bool(os.stat(p).st_mode & 0o004)
+
+
+def worker_env(config: EvalConfig, scratch: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KAGENT_", "PYTHON"))}
+    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["TORCH_EXTENSIONS_DIR"] = config.torch_extensions_dir or str(scratch / "torch_extensions")
+    env["TMPDIR"] = str(scratch / "tmp")
+    if config.gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = config.gpu
+    if config.backend == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mode = "test",
+                   config: EvalConfig | None = None, baseline_cache: BaselineCache | None = None) -> EvalResult:
+    """Grade the workspace's model_new.py (+ kernels/) against the problem. Never raises for bad candidates."""
+    cfg = config or EvalConfig()
+    state = _State(str(problem_path), cfg, mode)
+    ws = Path(await anyio.Path(workspace).resolve())
+    problem = Path(await anyio.Path(problem_path).resolve())
+    if not await anyio.Path(ws / "model_new.py").is_file():
+        state.error = "model_new.py does not exist: write it with write_file"
+        return finish(state)
+    flags = await anyio.to_thread.run_sync(check_workspace, ws)
+    if flags:
+        state.flags += flags
+        state.error = "static checks of model_new.py and kernels/ failed (see the flags)"
+        return finish(state)
+    state.stage = "build"
+    t = time.perf_counter()
+    built = await anyio.to_thread.run_sync(build_workspace, ws, cfg)
+    state.times.build = time.perf_counter() - t
+    if built is not None:
+        state.build = BuildSummary(ok=built.ok, cached=built.cached, seconds=built.seconds,
+                                   errors=built.errors, flavour=built.flavour)
+        if not built.ok:
+            state.compiled = False
+            state.error = "the kernels did not compile:\n" + built.errors
+            return finish(state)
+    scratch = await anyio.to_thread.run_sync(make_scratch, ws, built, cfg.sandbox)
+    try:
+        await _run_workers(problem, built, scratch, state, baseline_cache)
+    finally:
+        await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)
+    return finish(state)
+
+
+def candidate_command(cfg: EvalConfig, scratch: Scratch) -> list[str]:
+    """The candidate worker's command line, inside the sandbox (raises SandboxUnavailable)."""
+    root = scratch.root
+    ext_dir = Path(cfg.torch_extensions_dir) if cfg.torch_extensions_dir else root / "torch_extensions"
+    return sandbox_wrap([cfg.python, "-m", "skills.harness.candidate"], cfg=cfg.sandbox,
+                        readable=[root / "exchange", root / "lib", scratch.workspace],
+                        writable=[root / "out", root / "tmp", ext_dir], cwd=scratch.workspace,
+                        gpu=cfg.backend == "cuda")
+
+
+async def _run_workers(problem: Path, built: BuildResult | None, scratch: Scratch,
+                       state: _State, cache: BaselineCache | None) -> None:
+    cfg = state.config
+    nonce = secrets.token_hex(16)
+    seed = secrets.randbits(62)
+    env = worker_env(cfg, scratch.root)
+    device = "cuda" if cfg.backend == "cuda" else "cpu"
+    sizes = cfg.sizes or ("small" if cfg.backend == "cpu" else "default")
+    try:
+        cand_cmd = candidate_command(cfg, scratch)
+    except SandboxUnavailable as exc:
+        state.error = str(exc)
+        return
+    cand_env = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
+    judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce)
+    cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
+                              log_chars=cfg.log_chars, run_as=scratch.run_as)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(judge.drain_stderr)
+        tg.start_soon(cand.drain_stderr)
+        try:
+            await _stages(judge, cand, problem, built, scratch, state, cache, nonce, seed, device, sizes)
+        except WorkerFailed as exc:
+            state.error = exc.message
+            if exc.flag is not None:
+                state.flags.append(exc.flag)
+            await _baselines_for_agent(judge, cand, state, cache, nonce, device, sizes)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await cand.close()
+                await judge.close()
+                state.log = cand.log_tail()
+
+
+async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult | None,
+                  scratch: Scratch, state: _State, cache: BaselineCache | None, nonce: str, seed: int,
+                  device: str, sizes: Literal["default", "small"]) -> None:
+    cfg = state.config
+    t = time.perf_counter()
+    state.stage = "import"
+    await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device, seed=seed,
+                                  n_sets=cfg.n_sets, n_canaries=cfg.n_canaries,
+                                  samples_per_output=cfg.samples_per_output, exchange_dir=str(scratch.root / "exchange")))
+    await cand.send(P.CandStart(
+        nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,
+        gpu_memory_fraction=cfg.gpu_memory_fraction if device == "cuda" else None,
+        functions=[msgspec.to_builtins(f) for f in built.functions] if built else [],
+        flavour=built.flavour if built else "none", device=device, precision="fp32",
+        kernel_names=[r.kernel for r in built.resources] if built else []))
+    ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")
+    state.problem, state.problem_id, state.precision = ready.name, ready.problem_id, ready.precision
+    state.gpu, state.torch_version = ready.gpu, ready.torch_version
+    await cand.expect(P.CandImported, cfg.timeout_import_s, "importing model_new.py")
+    state.times.workers_ready = time.perf_counter() - t
+
+    t = time.perf_counter()
+    state.stage = "correctness"
+    await cand.send(P.CandRun(nonce=nonce, exchange_dir=str(scratch.root / "exchange"),
+                              out_dir=str(scratch.root / "out"), n_sets=cfg.n_sets))
+    outs = await cand.expect(P.CandOutputs, cfg.timeout_run_s, "running the input sets")
+    state.flags += outs.flags
+    await judge.send(P.CompareRequest(nonce=nonce, outputs_file=outs.outputs_file))
+    report = await judge.expect(P.CompareReport, cfg.timeout_run_s, "comparing outputs")
+    state.sets = report.sets
+    state.times.correctness = time.perf_counter() - t
+    if state.mode == "test" or not all(s.ok for s in state.sets) or state.flags:
+        await _baselines_for_agent(judge, cand, state, cache, nonce, device, sizes)
+        return
+
+    t = time.perf_counter()
+    state.stage = "timing"
+    rng = random.Random(seed)
+    await cand.send(P.CandTime(nonce=nonce, n_canaries=cfg.n_canaries, sample_positions=ready.sample_positions,
+                               timing=cfg.timing, canary_fractions=[rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)],
+                               profile_calls=cfg.profile_calls if device == "cuda" else 0))
+    timed = await cand.expect(P.CandTiming, cfg.timeout_timing_s, "timing")
+    await cand.close()  # free its memory and the GPU before baselines run
+    state.times.timing = time.perf_counter() - t
+    state.flags += timed.flags + spot_check(timed, ready, cfg.n_sets) + sync_check(timed.samples)
+    state.candidate = _timing_result(timed.samples)
+
+    t = time.perf_counter()
+    state.stage = "baseline"
+    await _baselines(judge, state, cache, nonce, device, sizes)
+    state.times.baselines = time.perf_counter() - t
+    state.stage = "done"
+
+
+async def _baselines_for_agent(judge: Worker, cand: Worker, state: _State, cache: BaselineCache | None,
+                               nonce: str, device: str, sizes: str) -> None:
+    """profile mode: even when the candidate failed, report the times to beat (the workflow's first step)."""
+    if state.mode != "profile" or not state.problem_id or judge.closed:
+        return
+    await cand.close()
+    try:
+        await _baselines(judge, state, cache, nonce, device, sizes)
+    except WorkerFailed as exc:
+        state.error = f"{state.error}\n(baselines: {exc.message})"
+
+
+async def _baselines(judge: Worker, state: _State, cache: BaselineCache | None, nonce: str,
+                     device: str, sizes: str) -> None:
+    cfg = state.config
+    dev_name = state.gpu or f"cpu:{platform.processor() or platform.machine()}:{os.cpu_count()}"
+    key = BaselineKey(problem_id=state.problem_id, device=dev_name, torch_version=state.torch_version,
+                      precision=state.precision, sizes=sizes)
+    entry = cache.get(key) if cache is not None else None
+    want = [b for b in cfg.baselines if entry is None or (b == "eager" and entry.eager is None)
+            or (b == "compile" and entry.compile is None and entry.compile_error is None)]
+    if want:
+        await judge.send(P.BaselineRequest(nonce=nonce, which=want, timing=cfg.timing))
+        rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")
+        old = entry
+        entry = BaselineEntry(
+            eager=_timing_result(rep.eager) if rep.eager else (old.eager if old else None),
+            compile=_timing_result(rep.compile) if rep.compile else (old.compile if old else None),
+            compile_error=rep.compile_error, measured_at=time.time())
+        if cache is not None:
+            cache.put(key, entry)
+    if entry is not None:
+        state.eager = entry.eager if "eager" in cfg.baselines else None
+        state.compiled_baseline = entry.compile if "compile" in cfg.baselines else None
+
+
+def spot_check(timed: P.CandTiming, ready: P.JudgeReady, n_regular: int) -> list[Flag]:
+    """Rows 7-9: every timed call's output, sampled at secret positions, must match its set's reference."""
+    refs = {s.set_index: s for s in ready.samples}
+    bad_calls = 0
+    bad_canaries = 0
+    for call, set_index in enumerate(timed.set_order):
+        ref = refs[set_index]
+        values = timed.spot[call] if call < len(timed.spot) else []
+        ok = len(values) == len(ref.values) and all(
+            _close(v, r, b) for out_v, out_r, out_b in zip(values, ref.values, ref.budgets, strict=True)
+            for v, r, b in zip(out_v, out_r, out_b, strict=False))
+        if not ok:
+            bad_calls += 1
+            bad_canaries += set_index >= n_regular
+    if not bad_calls:
+        return []
+    return [Flag(name="timed_output_mismatch",
+                 detail=f"{bad_calls} of {len(timed.set_order)} timed calls returned wrong values"
+                        f" ({bad_canaries} on never-seen inputs): outputs must be computed by each call")]
+
+
+def _close(v: float, r: float, budget: float) -> bool:
+    if r != r:  # NaN reference: the candidate must be NaN too
+        return v != v
+    return abs(v - r) <= budget
+
+
+def unsynchronized_work(samples: P.Samples) -> float:
+    """Median wall time per call not explained by the event time and the sync's own cost (us)."""
+    diffs = sorted(w - e for w, e in zip(samples.wall_us, samples.per_call_us, strict=True))
+    return diffs[len(diffs) // 2] - samples.sync_overhead_us if diffs else 0.0
+
+
+def sync_check(samples: P.Samples) -> list[Flag]:
+    """Row 1-2: work that finishes after the call returned (side stream, thread) shows in wall time."""
+    if not samples.per_call_us:
+        return []
+    extra = unsynchronized_work(samples)
+    median = sorted(samples.per_call_us)[len(samples.per_call_us) // 2]
+    if extra > max(20.0, 0.1 * median):
+        return [Flag(name="unsynchronized_work",
+                     detail=f"each call left ~{extra:.0f} us of work running after it returned (side stream or"
+                            " background thread); all work must finish on the caller's stream")]
+    return []

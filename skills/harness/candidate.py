@@ -1,0 +1,264 @@
+"""The candidate worker: imports the agent's model_new.py and kernels, runs and times them.
+
+It receives inputs and initial weights only: reference outputs, tolerances and statistics stay in
+the judge and the parent. Clock references are taken (by importing skills.harness.timing) before
+any candidate code is imported.
+
+Run as `python -m skills.harness.candidate` with the protocol on stdin/stdout.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from skills.harness import protocol as P
+from skills.harness import timing
+from skills.harness.judge import as_outputs, set_precision, to_device
+from skills.results import Flag
+
+SHIM_DIR = str(Path(__file__).parent / "shim")
+
+
+class CandidateError(Exception):
+    """A failure the agent caused; `stage` says where, `flag` names a broken rule."""
+
+    def __init__(self, stage: str, message: str, flag: Flag | None = None) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.flag = flag
+
+
+def _candidate_traceback(exc: BaseException, workspace: str) -> str:
+    """The exception with only the frames from the agent's files (the harness is not its business)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(workspace)]
+    lines = [f'  File "{Path(f.filename).name}", line {f.lineno}, in {f.name}\n    {f.line}' for f in frames[-6:]]
+    text = "\n".join(lines)
+    return f"{text}\n{type(exc).__name__}: {exc}" if text else f"{type(exc).__name__}: {exc}"
+
+
+class Candidate:
+    def __init__(self, start: P.CandStart) -> None:
+        self.start = start
+        self.device = torch.device(start.device)
+        set_precision(start.precision)
+        if self.device.type == "cuda":
+            torch.cuda.init()  # type: ignore[no-untyped-call]
+            torch.empty(1, device=self.device)  # create the context before candidate code runs
+            if start.gpu_memory_fraction is not None:
+                torch.cuda.set_per_process_memory_fraction(start.gpu_memory_fraction, self.device)
+        self.model: Any = None
+        self.module: Any = None
+        self.sets: list[list[Any]] = []
+        self.exchange = Path()
+
+    def import_model(self) -> None:
+        sys.path.insert(0, SHIM_DIR)
+        import kagent_ext
+
+        if self.start.flavour == "c_abi" and self.start.lib_path:
+            kagent_ext._bind(self.start.lib_path, self.start.functions, self.device.type)
+        elif self.start.flavour == "torch" and self.start.lib_path:
+            spec = importlib.util.spec_from_file_location(Path(self.start.lib_path).stem.split(".")[0], self.start.lib_path)
+            if spec is None or spec.loader is None:
+                raise CandidateError("import", f"cannot load the built extension {self.start.lib_path}")
+            ext = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(ext)
+            kagent_ext._bind_module(ext)
+        path = Path(self.start.workspace) / "model_new.py"
+        if not path.is_file():
+            raise CandidateError("import", "model_new.py does not exist: write it with write_file")
+        sys.path.insert(0, self.start.workspace)
+        spec = importlib.util.spec_from_file_location("model_new", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise CandidateError("import", "importing model_new.py failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
+        if not isinstance(getattr(module, "ModelNew", None), type):
+            raise CandidateError("import", "model_new.py defines no class ModelNew")
+        self.module = module
+
+    def construct(self, exchange: Path) -> None:
+        self.exchange = exchange
+        init = torch.load(exchange / "init.pt", weights_only=False)  # written by the trusted judge
+        try:
+            model = self.module.ModelNew(*init["init_inputs"])
+        except Exception as exc:
+            raise CandidateError("init", "ModelNew(*get_init_inputs()) failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
+        if not isinstance(model, torch.nn.Module):
+            raise CandidateError("init", "ModelNew is not a torch.nn.Module")
+        try:
+            model.load_state_dict(init["state_dict"], strict=True)
+        except RuntimeError as exc:
+            raise CandidateError("init", f"ModelNew cannot load Model's state_dict (keep Model's parameter names and shapes): {exc}") from None
+        self.model = model.to(self.device)
+
+    def correctness(self, run: P.CandRun) -> P.CandOutputs:
+        flags: list[Flag] = []
+        results: list[list[torch.Tensor]] = []
+        for k in range(run.n_sets):
+            inputs = to_device(torch.load(self.exchange / f"set_{k}.pt", weights_only=False), self.device)
+            pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
+            self.sets.append(pristine)
+            if k == 0:
+                with OpRecorder() as rec:
+                    outs = self._call(inputs, "correctness")
+                if rec.compute:
+                    flags.append(Flag(name="torch_fallback", detail="forward ran torch compute ops: "
+                                      + ", ".join(sorted(rec.compute)[:6]) + "; compute must happen in your own kernels"))
+            else:
+                outs = self._call(inputs, "correctness")
+            flags += _output_flags(outs, inputs, k)
+            if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(inputs, pristine, strict=True)):
+                flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs (input set {k}); inputs are read-only"))
+            results.append([o.detach().to("cpu") if isinstance(o, torch.Tensor) else torch.empty(0) for o in outs])
+        out_file = Path(run.out_dir) / "outputs.pt"
+        torch.save(results, out_file)
+        return P.CandOutputs(nonce=run.nonce, outputs_file=str(out_file), flags=_dedupe(flags))
+
+    def _call(self, inputs: list[Any], stage: str) -> list[Any]:
+        try:
+            with torch.no_grad():
+                out = self.model(*inputs)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+            return as_outputs(out, "ModelNew")
+        except Exception as exc:
+            raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
+
+    def time(self, req: P.CandTime) -> P.CandTiming:
+        canaries = [to_device(torch.load(self.exchange / f"set_{len(self.sets) + c}.pt", weights_only=False), self.device)
+                    for c in range(req.n_canaries)]
+        n_sets = len(self.sets)
+        loop = timing.Loop(self._forward, self.sets + canaries, self.device, req.timing)
+        mean = loop.warmup(timing.rotation(n_sets, max(3 * n_sets, req.timing.warmup_calls)))
+        n = loop.n_calls(mean)
+        order = timing.rotation(n_sets, n)
+        for c, frac in enumerate(req.canary_fractions):
+            order[min(n - 1, int(frac * n))] = n_sets + c
+        positions = [torch.tensor(p, dtype=torch.long, device=self.device) for p in req.sample_positions]
+        spot: list[list[torch.Tensor]] = []
+        flags: list[Flag] = []
+
+        def after(i: int, out: Any) -> None:
+            outs = as_outputs(out, "ModelNew")
+            if any(type(o) is not torch.Tensor for o in outs):
+                flags.append(Flag(name="lazy_output", detail="a timed call returned something other than a plain torch.Tensor"))
+                outs = [torch.as_tensor(o) for o in outs]
+            spot.append([o.detach().reshape(-1)[p] if o.numel() > int(p.max()) else torch.full_like(p, 0, dtype=o.dtype)
+                         for o, p in zip(outs, positions, strict=False)])
+
+        try:
+            samples = loop.run(order, after)
+        except Exception as exc:
+            raise CandidateError("timing", "ModelNew.forward failed during timing:\n" + _candidate_traceback(exc, self.start.workspace)) from None
+        if self.device.type == "cuda" and req.profile_calls:
+            kernel_us, launch_flags = self._profile(loop, req.profile_calls)
+            samples.kernel_us = kernel_us
+            flags += launch_flags
+        spot_values = [[t.double().cpu().tolist() for t in call] for call in spot]
+        return P.CandTiming(nonce=req.nonce, samples=samples, set_order=order, spot=spot_values, flags=_dedupe(flags))
+
+    def _forward(self, *args: Any) -> Any:
+        with torch.no_grad():
+            return self.model(*args)
+
+    def _profile(self, loop: timing.Loop, calls: int) -> tuple[float | None, list[Flag]]:
+        """Kernel time per call and launch accounting from the profiler (cuda only)."""
+        from skills.harness.launches import profile_launches
+
+        return profile_launches(loop, calls, self.start.kernel_names, self.start.flavour)
+
+
+# aten ops a forward may run: allocation, views and bookkeeping, no arithmetic or copies.
+ALLOWED_ATEN = {
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "zero_",
+    "fill_", "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "detach", "alias", "t",
+    "transpose", "permute", "expand", "select", "slice", "unsqueeze", "squeeze", "split", "chunk",
+    "unbind", "narrow", "lift_fresh", "set_", "resize_", "is_nonzero", "size", "stride", "sym_size",
+    "sym_stride", "sym_numel", "dim", "is_contiguous", "unflatten", "flatten", "view_as", "split_with_sizes",
+}
+
+
+class OpRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """Records the aten ops a call runs (through Python or C++ ATen); compute ones are a fallback."""
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.compute: set[str] = set()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        name = func.overloadpacket.__name__
+        if name not in ALLOWED_ATEN:
+            self.compute.add(name)
+        return func(*args, **(kwargs or {}))
+
+
+def _output_flags(outs: list[Any], inputs: list[Any], k: int) -> list[Flag]:
+    """Row 3 of EXPLOITS.md: outputs are plain dense tensors with storage of their own."""
+    flags = []
+    input_ptrs = {a.untyped_storage().data_ptr() for a in inputs if isinstance(a, torch.Tensor)}
+    for i, o in enumerate(outs):
+        if type(o) is not torch.Tensor:
+            flags.append(Flag(name="lazy_output", detail=f"output {i} is a {type(o).__name__}, not a plain torch.Tensor"))
+        elif o.layout != torch.strided:
+            flags.append(Flag(name="lazy_output", detail=f"output {i} has layout {o.layout}; return a dense tensor"))
+        elif o.numel() and o.untyped_storage().data_ptr() in input_ptrs:
+            flags.append(Flag(name="output_aliases_input", detail=f"output {i} shares memory with an input (set {k})"))
+    return flags
+
+
+def _dedupe(flags: list[Flag]) -> list[Flag]:
+    seen: dict[str, Flag] = {}
+    for f in flags:
+        seen.setdefault(f.name, f)
+    return list(seen.values())
+
+
+def main() -> None:
+    if spec := os.environ.get("KAGENT_RLIMITS"):
+        from skills.sandbox import apply_rlimits
+
+        apply_rlimits(spec)
+    chan = P.take_over_stdio()
+    start = chan.recv()
+    assert isinstance(start, P.CandStart)
+    nonce = start.nonce
+    stage = "import"
+    try:
+        cand = Candidate(start)
+        cand.import_model()
+        chan.send(P.CandImported(nonce=nonce))
+        run = chan.recv()
+        assert isinstance(run, P.CandRun) and run.nonce == nonce
+        stage = "init"
+        cand.construct(Path(run.exchange_dir))
+        stage = "correctness"
+        chan.send(cand.correctness(run))
+        try:
+            req = chan.recv()
+        except EOFError:
+            return
+        if isinstance(req, P.CandTime) and req.nonce == nonce:
+            stage = "timing"
+            chan.send(cand.time(req))
+    except CandidateError as exc:
+        chan.send(P.WorkerError(nonce=nonce, stage=exc.stage, message=str(exc), flag=exc.flag))
+    except Exception as exc:
+        chan.send(P.WorkerError(nonce=nonce, stage=stage, message=_candidate_traceback(exc, start.workspace)[-4000:]))
+    finally:
+        sys.stdout.flush()
+        os.close(chan.write_fd)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The judge worker: trusted, never imports candidate code.
+
+It loads the problem, draws the input sets from the secret seed, computes the reference outputs
+(under the precision policy, and in fp64), writes only the inputs and the initial weights where
+the candidate can read them, compares the candidate's outputs, and times the baselines.
+
+Run as `python -m skills.harness.judge` with the protocol on stdin/stdout.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from skills.harness import protocol as P
+from skills.harness.compare import Reference, compare_output
+from skills.harness.timing import Loop, rotation
+from skills.problem import load_problem
+from skills.results import OutputError, SetResult
+
+
+def set_precision(precision: str) -> None:
+    """TF32 only where the policy allows it; the reference and baselines obey the same policy."""
+    allow = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cudnn.allow_tf32 = allow
+    torch.set_float32_matmul_precision("high" if allow else "highest")
+
+
+def as_outputs(value: object, who: str) -> list[Any]:
+    """Model outputs as a list: a tensor, or a tuple/list of tensors."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)) and value:
+        return list(value)
+    raise TypeError(f"{who} returned {type(value).__name__}; expected a tensor or a tuple of tensors")
+
+
+def to_device(args: list[Any], device: torch.device, double: bool = False) -> list[Any]:
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            a = a.to(device)
+            if double and a.is_floating_point():
+                a = a.double()
+        out.append(a)
+    return out
+
+
+def set_seed(seed: int, index: int) -> None:
+    torch.manual_seed((seed * 1_000_003 + index) % 2**63)
+
+
+class Judge:
+    def __init__(self, start: P.JudgeStart) -> None:
+        self.start = start
+        self.device = torch.device(start.device)
+        self.loaded = load_problem(start.problem_path, sizes=start.sizes)
+        self.precision = self.loaded.problem.precision
+        set_precision(self.precision)
+        set_seed(start.seed, -1)
+        self.init_inputs = list(self.loaded.get_init_inputs())
+        self.model = self.loaded.Model(*self.init_inputs)
+        self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        self.model = self.model.to(self.device)
+        self.model64 = copy.deepcopy(self.model).double()
+        self.exchange = Path(start.exchange_dir)
+        self.refs: list[list[Reference]] = []
+        self.sets: list[list[Any]] = []
+
+    def build(self) -> P.JudgeReady:
+        """Draw every input set, compute references, write inputs and weights for the candidate."""
+        torch.save({"init_inputs": self.init_inputs, "state_dict": self.state}, self.exchange / "init.pt")
+        n_total = self.start.n_sets + self.start.n_canaries
+        all_refs: list[list[Reference]] = []
+        for k in range(n_total):
+            set_seed(self.start.seed, k)
+            inputs = list(self.loaded.get_inputs())
+            torch.save(inputs, self.exchange / f"set_{k}.pt")
+            dev_inputs = to_device(inputs, self.device)
+            with torch.no_grad():
+                r = as_outputs(self.model(*dev_inputs), "Model")
+                r64 = as_outputs(self.model64(*to_device(inputs, self.device, double=True)), "Model")
+            all_refs.append([Reference(a.detach(), b.detach().double()) for a, b in zip(r, r64, strict=True)])
+            if k < self.start.n_sets:
+                self.sets.append(dev_inputs)
+        self.refs = all_refs
+        self._refuse_degenerate()
+        positions = self._sample_positions()
+        samples = [self._sample_refs(k, positions) for k in range(n_total)]
+        # Canary references are needed only at the sample positions.
+        self.refs = all_refs[: self.start.n_sets]
+        props = torch.cuda.get_device_properties(self.device) if self.device.type == "cuda" else None
+        return P.JudgeReady(
+            nonce=self.start.nonce, name=self.loaded.problem.name, problem_id=self.loaded.problem.id,
+            precision=self.precision, n_outputs=len(all_refs[0]), sample_positions=positions,
+            samples=samples, gpu=props.name if props else None, torch_version=str(torch.__version__),
+            l2_bytes=int(props.L2_cache_size) if props else 0,
+        )
+
+    def _refuse_degenerate(self) -> None:
+        """Rows 12-13 of EXPLOITS.md: a problem whose output ignores its inputs or is ~0 is refused."""
+        for i, ref in enumerate(self.refs[0]):
+            peak = max(float(refs[i].r64.abs().nan_to_num(0.0).max()) if refs[i].r64.numel() else 0.0
+                       for refs in self.refs)
+            if peak < 1e-6:
+                raise ProblemRefused(f"output {i} is tiny (max |value| {peak:.3g}): any answer near 0 would pass")
+            n = self.start.n_sets
+            if n >= 2 and all(self.refs[k][i].r.shape == ref.r.shape and torch.equal(self.refs[k][i].r, ref.r)
+                              for k in range(1, n)):
+                raise ProblemRefused(f"output {i} is the same for different inputs: it does not depend on them")
+
+    def _sample_positions(self) -> list[list[int]]:
+        rng = random.Random(self.start.seed ^ 0x5EED)
+        out = []
+        for ref in self.refs[0]:
+            n = ref.r.numel()
+            k = min(self.start.samples_per_output, n)
+            out.append(sorted(rng.sample(range(n), k)))
+        return out
+
+    def _sample_refs(self, k: int, positions: list[list[int]]) -> P.SampleRefs:
+        values, budgets = [], []
+        for ref, pos in zip(self.refs[k], positions, strict=True):
+            idx = torch.tensor(pos, dtype=torch.long, device=ref.r64.device)
+            values.append(ref.r64.reshape(-1)[idx].tolist())
+            budgets.append(ref.budget.reshape(-1)[idx].tolist())
+        return P.SampleRefs(set_index=k, values=values, budgets=budgets)
+
+    def compare(self, req: P.CompareRequest) -> P.CompareReport:
+        # weights_only: the file was written by untrusted code, so no pickled objects.
+        outputs = torch.load(req.outputs_file, map_location=self.device, weights_only=True)
+        sets = []
+        for k, refs in enumerate(self.refs):
+            got = outputs[k] if k < len(outputs) else []
+            errs: list[OutputError] = []
+            for i, ref in enumerate(refs):
+                if i < len(got):
+                    errs.append(compare_output(i, got[i], ref))
+                else:
+                    errs.append(OutputError(index=i, ok=False, shape=[], dtype="missing", max_abs_err=None,
+                                            max_rel_err=None, err_ratio=None, bad_elements=ref.r.numel(),
+                                            message=f"output {i} missing: the model returned {len(got)} outputs, expected {len(refs)}"))
+            sets.append(SetResult(set_index=k, ok=all(e.ok for e in errs), outputs=errs))
+        return P.CompareReport(nonce=self.start.nonce, sets=sets)
+
+    def baselines(self, req: P.BaselineRequest) -> P.BaselineReport:
+        eager = compiled = None
+        error = None
+        with torch.no_grad():
+            if "eager" in req.which:
+                eager = self._time(self.model, req.timing)
+            if "compile" in req.which:
+                try:
+                    compiled = self._time(torch.compile(self.model), req.timing)
+                except Exception as exc:  # torch.compile failing is a fact about the problem, reported
+                    error = f"{type(exc).__name__}: {exc}"[:2000]
+        return P.BaselineReport(nonce=self.start.nonce, eager=eager, compile=compiled, compile_error=error)
+
+    def _time(self, fn: Callable[..., Any], timing: P.TimingConfig) -> P.Samples:
+        loop = Loop(fn, self.sets, self.device, timing)
+        mean = loop.warmup(rotation(len(self.sets), 3 * len(self.sets)))
+        return loop.run(rotation(len(self.sets), loop.n_calls(mean)))
+
+
+class ProblemRefused(Exception):
+    """The problem cannot be graded fairly (degenerate output)."""
+
+
+def main() -> None:
+    os.umask(0o022)  # the candidate (another uid) must read the inputs the judge writes
+    chan = P.take_over_stdio()
+    start = chan.recv()
+    assert isinstance(start, P.JudgeStart)
+    stage = "load"
+    try:
+        judge = Judge(start)
+        stage = "reference"
+        chan.send(judge.build())
+        while True:
+            try:
+                msg = chan.recv()
+            except EOFError:
+                return
+            if getattr(msg, "nonce", None) != start.nonce:
+                continue
+            if isinstance(msg, P.CompareRequest):
+                stage = "compare"
+                chan.send(judge.compare(msg))
+            elif isinstance(msg, P.BaselineRequest):
+                stage = "baseline"
+                chan.send(judge.baselines(msg))
+    except ProblemRefused as exc:
+        chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem refused: {exc}"))
+    except Exception as exc:  # reported to the parent, which turns it into a structured failure
+        tb = traceback.format_exc(limit=8)
+        chan.send(P.WorkerError(nonce=start.nonce, stage=stage, message=f"{type(exc).__name__}: {exc}\n{tb}"[-4000:]))
+    finally:
+        os.close(chan.write_fd)
+
+
+if __name__ == "__main__":
+    main()

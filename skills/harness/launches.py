@@ -1,0 +1,73 @@
+"""Launch accounting under the profiler (cuda): summed kernel time per call, decoy kernels, torch fallbacks.
+
+Rows 15-16 of EXPLOITS.md: every call must launch at least one of the agent's own kernels, and no
+kernel of torch's or a vendor library's may run inside `ModelNew.forward`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import torch
+from torch.autograd import DeviceType  # type: ignore[attr-defined]
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from skills.harness.timing import Loop
+from skills.results import Flag
+
+# Kernels that come from torch, cuBLAS, cuDNN or Triton rather than the agent's sources.
+LIBRARY_KERNEL = re.compile(
+    r"at::native|at::cuda|c10::|cublas|cudnn|xmma|cutlass|cub::|thrust::|triton_|"
+    r"^(void )?(gemv|gemm|sgemm|dgemm|ampere_|sm\d+_|nchw|implicit_convolve)"
+)
+
+
+def base_name(kernel: str) -> str:
+    """`void ns::k<128>(float*, int)` -> `ns::k`: profiler and ptxas spell signatures differently."""
+    name = kernel.removeprefix("void ").replace("(anonymous namespace)::", "").split("(")[0]
+    return name.split("<")[0].strip()
+
+
+def _is_custom(name: str, kernel_names: list[str], flavour: str) -> bool:
+    if flavour == "c_abi":
+        return base_name(name) in {base_name(k) for k in kernel_names}
+    return LIBRARY_KERNEL.search(name) is None
+
+
+def _is_copy(name: str) -> bool:
+    return name.startswith(("Memcpy", "Memset"))
+
+
+def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: str) -> tuple[float | None, list[Flag]]:
+    """Run `calls` calls under the profiler; returns (kernel us per call, flags)."""
+    n_sets = len(loop.sets)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            loop._prepare(i % n_sets)
+            with record_function(f"kagent_call_{i}"):
+                loop.fn(*loop.work)
+                torch.cuda.synchronize()
+    events = prof.events()
+    windows = sorted((e.time_range.start, e.time_range.end) for e in events if e.name.startswith("kagent_call_"))
+    kernels = [e for e in events if e.device_type == DeviceType.CUDA and not e.name.startswith("kagent_call_")]
+    per_call_custom = [0] * len(windows)
+    foreign: set[str] = set()
+    kernel_total = 0.0
+    for k in kernels:
+        start = k.time_range.start
+        for w, (lo, hi) in enumerate(windows):
+            if lo <= start <= hi:
+                kernel_total += k.time_range.elapsed_us()
+                if _is_custom(k.name, kernel_names, flavour):
+                    per_call_custom[w] += 1
+                elif not _is_copy(k.name):
+                    foreign.add(k.name)
+                break
+    flags: list[Flag] = []
+    missing = sum(1 for c in per_call_custom if c == 0)
+    if windows and missing:
+        flags.append(Flag(name="decoy_kernel", detail=f"{missing} of {len(windows)} profiled calls launched none of the built kernels; the kernels must do the work in every call"))
+    if foreign:
+        names = ", ".join(sorted(n[:80] for n in foreign)[:4])
+        flags.append(Flag(name="torch_fallback", detail=f"forward launched torch/library kernels: {names}; compute must happen in your own kernels"))
+    return (kernel_total / len(windows) if windows else None), flags

@@ -1,0 +1,248 @@
+"""Messages between the evaluator (trusted parent) and its two workers, and their framing.
+
+Each frame is a 4-byte big-endian length and a msgpack-encoded tagged Struct. Workers move the
+pipe off fds 0/1 before any candidate code runs (candidate prints go to stderr), and every
+message carries the evaluation's nonce, so a frame forged by candidate code is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Literal
+
+import msgspec
+
+from skills.results import Flag, Precision, SetResult
+
+MAX_FRAME = 256 * 2**20
+
+
+class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """How the timing loop runs (shared by candidate and baselines, so they are timed alike)."""
+
+    warmup_calls: int = 10
+    """At least this many untimed calls first."""
+    warmup_seconds: float = 0.05
+    """...and at least this long."""
+    min_calls: int = 30
+    """Fewest timed calls."""
+    max_calls: int = 1000
+    """Most timed calls."""
+    target_seconds: float = 0.4
+    """Aim the timed loop at this much time spent inside calls."""
+    flush_l2: bool = True
+    """Write a buffer twice the size of the last-level cache between calls."""
+
+
+# ---- judge (trusted: reference, comparisons, baselines; never imports candidate code) ----
+
+
+class JudgeStart(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> judge: build the reference and its input sets."""
+
+    nonce: str
+    problem_path: str
+    sizes: Literal["default", "small"]
+    device: str
+    seed: int
+    n_sets: int
+    n_canaries: int
+    samples_per_output: int
+    exchange_dir: str
+
+
+class SampleRefs(msgspec.Struct, kw_only=True):
+    """Reference values and per-element budgets at the secret sample positions of one set."""
+
+    set_index: int
+    values: list[list[float]]
+    """Per output: r64 at the sample positions."""
+    budgets: list[list[float]]
+    """Per output: the per-element error budget at those positions."""
+
+
+class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
+    """Judge -> parent: references computed; inputs and weights written to the exchange dir."""
+
+    nonce: str
+    name: str
+    problem_id: str
+    precision: Precision
+    n_outputs: int
+    sample_positions: list[list[int]]
+    samples: list[SampleRefs]
+    gpu: str | None
+    torch_version: str
+    l2_bytes: int
+
+
+class CompareRequest(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> judge: compare the candidate's outputs in outputs_file (set by set)."""
+
+    nonce: str
+    outputs_file: str
+
+
+class CompareReport(msgspec.Struct, tag=True, kw_only=True):
+    nonce: str
+    sets: list[SetResult]
+
+
+class BaselineRequest(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> judge: time these baselines with the given loop."""
+
+    nonce: str
+    which: list[Literal["eager", "compile"]]
+    timing: TimingConfig
+
+
+class Samples(msgspec.Struct, kw_only=True):
+    """Raw timing samples of one callable; the parent does the statistics."""
+
+    per_call_us: list[float]
+    """Device-event time per timed call (launch and host overhead included)."""
+    wall_us: list[float]
+    """Host wall time per timed call, from before launch to after a device-wide sync."""
+    sync_overhead_us: float
+    """Median wall minus event time of an empty call: what the sync itself costs."""
+    kernel_us: float | None = None
+    """Summed device time of the kernels per call, from the profiler (cuda only)."""
+
+
+class BaselineReport(msgspec.Struct, tag=True, kw_only=True):
+    nonce: str
+    eager: Samples | None
+    compile: Samples | None
+    compile_error: str | None
+
+
+# ---- candidate (untrusted: imports model_new.py and the agent's kernels) ----
+
+
+class CandStart(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> candidate: bind the kernels and import model_new.py."""
+
+    nonce: str
+    workspace: str
+    lib_path: str | None
+    functions: list[dict[str, object]]
+    flavour: Literal["c_abi", "torch", "none"]
+    device: str
+    precision: Precision
+    kernel_names: list[str]
+    """Kernels the build produced (demangled): each call must launch one of them."""
+    gpu_memory_fraction: float | None = None
+    """Cap on the candidate's torch allocations (cuda)."""
+
+
+class CandImported(msgspec.Struct, tag=True, kw_only=True):
+    nonce: str
+
+
+class CandRun(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> candidate: run the correctness input sets in exchange_dir."""
+
+    nonce: str
+    exchange_dir: str
+    out_dir: str
+    n_sets: int
+
+
+class CandTime(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> candidate: correctness passed; time the model over the sets and canaries."""
+
+    nonce: str
+    n_canaries: int
+    sample_positions: list[list[int]]
+    timing: TimingConfig
+    canary_fractions: list[float]
+    """Where in the timed loop each canary set is used, once (fractions of the loop)."""
+    profile_calls: int
+    """Extra calls under the profiler for kernel time and launch accounting (0: none)."""
+
+
+class CandOutputs(msgspec.Struct, tag=True, kw_only=True):
+    nonce: str
+    outputs_file: str
+    flags: list[Flag]
+
+
+class CandTiming(msgspec.Struct, tag=True, kw_only=True):
+    nonce: str
+    samples: Samples
+    set_order: list[int]
+    """Input set used by each timed call."""
+    spot: list[list[list[float]]]
+    """Per timed call, per output: values at the sample positions."""
+    flags: list[Flag]
+
+
+class WorkerError(msgspec.Struct, tag=True, kw_only=True):
+    """Either worker -> parent: a stage failed; `message` is for the agent."""
+
+    nonce: str
+    stage: str
+    message: str
+    flag: Flag | None = None
+
+
+Message = (
+    JudgeStart | JudgeReady | CompareRequest | CompareReport | BaselineRequest | BaselineReport
+    | CandStart | CandImported | CandRun | CandTime | CandOutputs | CandTiming | WorkerError
+)
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Message)
+
+
+def encode(msg: Message) -> bytes:
+    body = _encoder.encode(msg)
+    return struct.pack(">I", len(body)) + body
+
+
+def decode(body: bytes) -> Message:
+    return _decoder.decode(body)
+
+
+def frame_length(header: bytes) -> int:
+    n: int = struct.unpack(">I", header)[0]
+    if n > MAX_FRAME:
+        raise ValueError(f"frame of {n} bytes exceeds the {MAX_FRAME}-byte limit")
+    return n
+
+
+class Channel:
+    """Blocking framed channel over two file descriptors (the worker side)."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+
+    def _read_exactly(self, n: int) -> bytes:
+        chunks: list[bytes] = []
+        while n:
+            chunk = os.read(self.read_fd, n)
+            if not chunk:
+                raise EOFError("the evaluator closed the channel")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def recv(self) -> Message:
+        return decode(self._read_exactly(frame_length(self._read_exactly(4))))
+
+    def send(self, msg: Message) -> None:
+        data = encode(msg)
+        while data:
+            data = data[os.write(self.write_fd, data):]
+
+
+def take_over_stdio() -> Channel:
+    """Move the protocol pipe off fds 0/1 so prints from candidate code cannot corrupt it."""
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)
+    return Channel(read_fd, write_fd)

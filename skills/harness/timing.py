@@ -1,0 +1,148 @@
+"""The timing loop shared by the candidate and the baselines, so both are timed alike.
+
+Per call: copy the call's input set into pointer-stable buffers, flush the last-level cache,
+device-wide sync, then [host clock, start event, call, end event, device-wide sync, host clock].
+The event time is the time per call as the caller sees it (the start event fires as soon as the
+queue is empty, so host launch overhead counts); the wall time, minus what an empty call costs,
+must agree with it, or work escaped the caller's stream (a side stream, a deferred thread).
+Every function this module calls on torch is looked up when the module is imported, before any
+candidate code runs, so candidate code cannot patch the clock the harness reads.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from skills.harness.protocol import Samples, TimingConfig
+
+_perf_ns = time.perf_counter_ns
+_copy = torch.Tensor.copy_
+_zero = torch.Tensor.zero_
+_HAS_CUDA = torch.cuda.is_available()
+if _HAS_CUDA:
+    _sync: Callable[[], None] = torch._C._cuda_synchronize
+    _EventBase: Any = torch._C._CudaEventBase
+    _record = torch._C._CudaEventBase.record
+    _elapsed = torch._C._CudaEventBase.elapsed_time
+
+
+AfterCall = Callable[[int, Any], None]
+
+
+def llc_bytes(device: torch.device) -> int:
+    """Size of the last-level cache that a flush must evict (GPU L2 or CPU L3)."""
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).L2_cache_size)
+    for index in (3, 2):
+        path = f"/sys/devices/system/cpu/cpu0/cache/index{index}/size"
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        mult = {"K": 2**10, "M": 2**20}.get(text[-1:], 1)
+        return int(text.rstrip("KM")) * mult
+    return 32 * 2**20
+
+
+class Loop:
+    """Runs `fn` over rotating input sets with the cache flushed between calls."""
+
+    def __init__(self, fn: Callable[..., Any], sets: Sequence[Sequence[Any]], device: torch.device,
+                 config: TimingConfig) -> None:
+        self.fn = fn
+        self.sets = sets
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self.config = config
+        # Pointer-stable buffers: every call sees the same addresses with new contents, so
+        # memoising by pointer returns a stale answer that the spot checks catch.
+        self.work = [a.clone() if isinstance(a, torch.Tensor) else a for a in sets[0]]
+        flush_bytes = 2 * llc_bytes(device) if config.flush_l2 else 0
+        self.flush_buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
+        # Events go on the caller's (default) stream: work the call leaves elsewhere is missed by
+        # the events but not by the device-wide sync, which the wall clock then exposes.
+        self.stream: Any = torch.cuda.current_stream(device) if self.cuda else None
+
+    def _prepare(self, set_index: int) -> None:
+        for w, src in zip(self.work, self.sets[set_index], strict=True):
+            if isinstance(w, torch.Tensor):
+                _copy(w, src)
+        if self.config.flush_l2:
+            _zero(self.flush_buf)
+        if self.cuda:
+            _sync()
+
+    def call(self, set_index: int, fn: Callable[..., Any] | None = None) -> tuple[float, float, Any]:
+        """One timed call: (event us, wall us, output)."""
+        f = self.fn if fn is None else fn
+        self._prepare(set_index)
+        if not self.cuda:
+            t0 = _perf_ns()
+            out = f(*self.work)
+            t1 = _perf_ns()
+            us = (t1 - t0) / 1e3
+            return us, us, out
+        start, end = _EventBase(enable_timing=True), _EventBase(enable_timing=True)
+        t0 = _perf_ns()
+        _record(start, self.stream)
+        out = f(*self.work)
+        _record(end, self.stream)
+        _sync()
+        t1 = _perf_ns()
+        return float(_elapsed(start, end)) * 1e3, (t1 - t0) / 1e3, out
+
+    def sync_overhead_us(self, calls: int = 21) -> float:
+        """What the sync and events cost around an empty call (wall minus event time)."""
+        if not self.cuda:
+            return 0.0
+        diffs = []
+        for i in range(calls):
+            ev, wall, _ = self.call(i % len(self.sets), fn=_nothing)
+            diffs.append(wall - ev)
+        return statistics.median(diffs)
+
+    def warmup(self, order: Sequence[int]) -> float:
+        """Untimed calls, indistinguishable from timed ones; returns mean wall us per call."""
+        walls: list[float] = []
+        began = _perf_ns()
+        i = 0
+        while i < self.config.warmup_calls or (_perf_ns() - began) / 1e9 < self.config.warmup_seconds:
+            _, wall, _ = self.call(order[i % len(order)])
+            walls.append(wall)
+            i += 1
+            if i >= 10 * self.config.warmup_calls:
+                break
+        return statistics.fmean(walls)
+
+    def n_calls(self, mean_us: float) -> int:
+        """Timed calls that fill target_seconds of calls, within [min_calls, max_calls]."""
+        n = int(self.config.target_seconds * 1e6 / max(mean_us, 1.0))
+        return max(self.config.min_calls, min(self.config.max_calls, n))
+
+    def run(self, order: Sequence[int], after: AfterCall | None = None) -> Samples:
+        """Timed calls over `order` (set index per call)."""
+        overhead = self.sync_overhead_us()
+        events: list[float] = []
+        walls: list[float] = []
+        for i, s in enumerate(order):
+            ev, wall, out = self.call(s)
+            events.append(ev)
+            walls.append(wall)
+            if after is not None:
+                after(i, out)
+        return Samples(per_call_us=events, wall_us=walls, sync_overhead_us=overhead)
+
+
+def _nothing(*args: Any) -> None:
+    return None
+
+
+def rotation(n_sets: int, n_calls: int) -> list[int]:
+    """Set index per call: 0, 1, ..., n_sets-1, 0, 1, ..."""
+    return [i % n_sets for i in range(n_calls)]

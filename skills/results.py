@@ -1,0 +1,180 @@
+"""Typed records of an evaluation: what the store keeps and what `kagent eval --json` prints.
+
+Every time is in microseconds; `None` means "not measured", never a sentinel number.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+Backend = Literal["cuda", "cpu"]
+Precision = Literal["fp32", "tf32", "bf16", "fp16"]
+Mode = Literal["test", "profile", "final"]
+Stage = Literal["load", "build", "import", "init", "correctness", "timing", "baseline", "done"]
+
+
+class Interval(msgspec.Struct, frozen=True):
+    """A median with its 95% confidence interval (order-statistic interval of the median)."""
+
+    median: float
+    """Median of the samples."""
+    low: float
+    """Lower end of the 95% interval."""
+    high: float
+    """Upper end of the 95% interval."""
+    n: int
+    """Number of samples."""
+
+
+class Flag(msgspec.Struct, frozen=True):
+    """A check that fired: a reward hack or a rule broken by the candidate."""
+
+    name: str
+    """Stable identifier, e.g. `input_mutation`, `unsynchronized_work`, `torch_fallback`."""
+    detail: str
+    """What was seen, written for the agent to learn from."""
+
+
+class OutputError(msgspec.Struct):
+    """Error of one output on one input set, measured against an fp64 reference."""
+
+    index: int
+    """Position of the output in the returned tuple (0 for a single tensor)."""
+    ok: bool
+    """Within the error budget, right shape and dtype, no NaN where the reference has none."""
+    shape: list[int]
+    """Shape the candidate returned (empty for a 0-dim tensor)."""
+    dtype: str
+    """Dtype the candidate returned."""
+    max_abs_err: float | None
+    """Largest |candidate - reference| (None when shapes differ)."""
+    max_rel_err: float | None
+    """Largest |candidate - reference| / max(|reference|, output scale)."""
+    err_ratio: float | None
+    """Error norm of the candidate over the error norm of the eager reference (1 = same error)."""
+    bad_elements: int
+    """Elements over the per-element budget (NaN mismatches included)."""
+    message: str
+    """Human summary; names the worst element when something failed."""
+
+
+class SetResult(msgspec.Struct):
+    """Correctness of the candidate on one input set."""
+
+    set_index: int
+    """Which input set (drawn from the secret seed)."""
+    ok: bool
+    """All outputs within budget."""
+    outputs: list[OutputError]
+    """One entry per output."""
+
+
+class BuildSummary(msgspec.Struct):
+    """What the build step reported (the full record lives in skills.build.BuildResult)."""
+
+    ok: bool
+    """The sources compiled and linked."""
+    cached: bool
+    """Every unit came from the build cache."""
+    seconds: float
+    """Wall time of the build."""
+    errors: str
+    """Trimmed compiler errors ("" when ok)."""
+    flavour: str
+    """`c_abi`, `torch` (a torch-extension source) or `inline` (model_new.py builds its own)."""
+
+
+class TimingResult(msgspec.Struct):
+    """Timing of one callable under the harness's timing loop."""
+
+    per_call_us: Interval
+    """Time per call as the caller sees it (launch and host overhead included)."""
+    kernel_us: float | None
+    """Summed device time of the kernels one call launches (cuda profile only)."""
+    calls: int
+    """Timed calls (warm-up excluded)."""
+    cv: float
+    """Coefficient of variation of the timed samples (std / mean)."""
+
+
+class Speedup(msgspec.Struct):
+    """Speedup of the candidate over one baseline, as a point and an interval."""
+
+    baseline: str
+    """`eager` or `compile`."""
+    value: float
+    """Baseline median over candidate median."""
+    low: float
+    """Conservative end: baseline low over candidate high."""
+    high: float
+    """Optimistic end: baseline high over candidate low."""
+    faster: bool
+    """More than the margin faster, judged on the interval (`low` > 1 + margin)."""
+
+
+class StageTimes(msgspec.Struct):
+    """Wall seconds of each stage of one evaluation (None when the stage did not run)."""
+
+    build: float | None = None
+    """Compiling kernels/."""
+    workers_ready: float | None = None
+    """Starting the judge and candidate workers up to the candidate import."""
+    correctness: float | None = None
+    """Running and comparing the input sets."""
+    timing: float | None = None
+    """The candidate's timing loop."""
+    baselines: float | None = None
+    """Timing eager and torch.compile (0 when cached)."""
+    total: float | None = None
+    """The whole evaluation."""
+
+
+class EvalResult(msgspec.Struct):
+    """The outcome of one evaluation of a workspace: the reward signal and its evidence."""
+
+    problem: str
+    """Problem name."""
+    problem_id: str
+    """Content hash of the problem source."""
+    backend: Backend
+    """Where it ran."""
+    mode: Mode
+    """test (correctness only), profile (timing too), final (graded; reward set)."""
+    compiled: bool
+    """The kernels built (True when there was nothing to build)."""
+    correct: bool
+    """Every output on every input set within budget, and no correctness flag."""
+    stage: Stage
+    """The last stage reached (`done` when the evaluation finished)."""
+    error: str | None
+    """Why the evaluation stopped early, for the agent (None when it finished)."""
+    build: BuildSummary | None
+    """Build report (None when model_new.py builds nothing)."""
+    sets: list[SetResult]
+    """Correctness per input set."""
+    flags: list[Flag]
+    """Checks that fired."""
+    candidate: TimingResult | None
+    """Candidate timing (profile/final)."""
+    eager: TimingResult | None
+    """Eager baseline timing."""
+    compiled_baseline: TimingResult | None
+    """torch.compile (default mode) baseline timing."""
+    speedups: list[Speedup]
+    """Speedups over each measured baseline."""
+    reward: float | None
+    """Reward by the configured reward function (final mode; None otherwise)."""
+    reward_fn: str | None
+    """Name of the reward function that produced `reward`."""
+    precision: Precision
+    """Precision policy the evaluation enforced."""
+    gpu: str | None
+    """Device name (None on cpu)."""
+    torch_version: str
+    """torch version of the workers."""
+    stages: StageTimes
+    """Wall time per stage."""
+    log: str
+    """Tail of what the candidate printed (stdout and stderr), trimmed."""

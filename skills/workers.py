@@ -1,0 +1,145 @@
+"""One evaluation worker process, seen from the parent: framed messages, deadlines, clean kills.
+
+Each worker runs in its own process group, so a timeout kills whatever it spawned (nvcc from a
+load_inline, OpenMP threads, a fork bomb) along with it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import TypeVar
+
+import anyio
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from skills.harness import protocol as P
+from skills.results import Flag
+
+T = TypeVar("T")
+
+
+class WorkerFailed(Exception):
+    """A worker crashed, timed out, or reported an error; `message` is for the agent."""
+
+    def __init__(self, message: str, flag: Flag | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.flag = flag
+
+
+def _signal_name(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+class Worker:
+    def __init__(self, name: str, proc: Process, nonce: str, log_chars: int) -> None:
+        self.name = name
+        self.proc = proc
+        self.nonce = nonce
+        self.log_chars = log_chars
+        assert proc.stdout is not None
+        self.reader = BufferedByteReceiveStream(proc.stdout)
+        self.stderr = bytearray()
+        self.stderr_done = anyio.Event()
+        self.closed = False
+
+    @classmethod
+    async def start(cls, name: str, cmd: list[str], env: dict[str, str], nonce: str, *,
+                    cwd: str | None = None, log_chars: int = 4000, run_as: int | None = None) -> Worker:
+        ids: dict[str, object] = {"user": run_as, "group": run_as, "extra_groups": []} if run_as is not None else {}
+        proc = await anyio.open_process(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        env=env, cwd=cwd, start_new_session=True, **ids)  # type: ignore[arg-type]
+        return cls(name, proc, nonce, log_chars)
+
+    async def drain_stderr(self) -> None:
+        """Run for the worker's life: keep the tail of stderr so a chatty candidate never blocks."""
+        assert self.proc.stderr is not None
+        try:
+            async for chunk in self.proc.stderr:
+                self.stderr += chunk
+                if len(self.stderr) > 4 * self.log_chars:
+                    del self.stderr[: len(self.stderr) - 4 * self.log_chars]
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            self.stderr_done.set()
+
+    def log_tail(self) -> str:
+        text = self.stderr.decode("utf-8", "replace")
+        return text[-self.log_chars:]
+
+    async def send(self, msg: P.Message) -> None:
+        assert self.proc.stdin is not None
+        try:
+            await self.proc.stdin.send(P.encode(msg))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            raise await self._died("while receiving instructions") from None
+
+    async def _recv(self) -> P.Message:
+        header = await self.reader.receive_exactly(4)
+        return P.decode(await self.reader.receive_exactly(P.frame_length(header)))
+
+    async def expect(self, kind: type[T], limit_s: float, what: str) -> T:
+        """The next message of this worker with our nonce; a WorkerError or anything else fails."""
+        try:
+            with anyio.fail_after(limit_s):
+                msg = await self._recv_own()
+        except TimeoutError:
+            await self.kill()
+            raise WorkerFailed(f"the {self.name} timed out after {limit_s:.0f} s while {what}"
+                               " (an endless loop or kernel?); its process group was killed") from None
+        except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError):
+            raise await self._died(f"while {what}") from None
+        if isinstance(msg, P.WorkerError):
+            prefix = "" if self.name == "candidate" else f"{self.name} ({msg.stage}): "
+            raise WorkerFailed(prefix + msg.message, msg.flag)
+        if not isinstance(msg, kind):
+            raise WorkerFailed(f"the {self.name} sent {type(msg).__name__} while {what}")
+        return msg
+
+    async def _recv_own(self) -> P.Message:
+        while True:
+            msg = await self._recv()
+            if getattr(msg, "nonce", None) == self.nonce:
+                return msg
+            # A frame without our nonce was forged by candidate code: ignore it.
+
+    async def _died(self, when: str) -> WorkerFailed:
+        with anyio.move_on_after(5):
+            await self.proc.wait()
+            await self.stderr_done.wait()
+        code = self.proc.returncode
+        await self.kill()
+        tail = self.log_tail().strip()[-1500:]
+        detail = f"\n{tail}" if tail else ""
+        return WorkerFailed(f"the {self.name} process died ({_signal_name(code)}) {when}{detail}")
+
+    async def kill(self) -> None:
+        if self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        with anyio.move_on_after(5):
+            await self.proc.wait()
+
+    async def close(self) -> None:
+        """Close its stdin (it exits on EOF), wait briefly, then kill its group."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.proc.stdin is not None:
+            await self.proc.stdin.aclose()
+        with anyio.move_on_after(10):
+            await self.proc.wait()
+        await self.kill()
+        with anyio.move_on_after(2):
+            await self.stderr_done.wait()

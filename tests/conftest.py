@@ -1,0 +1,63 @@
+"""Shared fixtures: hermetic build and baseline caches, and workspaces written by the tests."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROBLEMS = PROJECT_ROOT / "problems"
+
+MakeWs = Callable[..., Path]
+
+
+@pytest.fixture(scope="session")
+def build_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One content-addressed build cache for the session (identical sources build once)."""
+    return tmp_path_factory.mktemp("kagent-build-cache")
+
+
+def make_ws(root: Path, model_new_src: str | bytes | None, kernels: dict[str, str] | None = None,
+            problem: str | Path = "level1/01_relu") -> Path:
+    """A new workspace dir under `root`: model.py (copy of the problem), model_new.py, kernels/NAME.
+
+    `problem` is a bundled problem name (`level1/01_relu`) or a path to a problem file;
+    `model_new_src=None` leaves model_new.py out; bytes are written as they are.
+    """
+    n = 0
+    while (root / f"ws{n or ''}").exists():
+        n += 1
+    ws = root / f"ws{n or ''}"
+    ws.mkdir(parents=True)
+    src = Path(problem) if Path(problem).suffix == ".py" else PROBLEMS / f"{problem}.py"
+    shutil.copyfile(src, ws / "model.py")
+    if isinstance(model_new_src, bytes):
+        (ws / "model_new.py").write_bytes(model_new_src)
+    elif model_new_src is not None:
+        (ws / "model_new.py").write_text(model_new_src)
+    if kernels:
+        (ws / "kernels").mkdir()
+        for name, text in kernels.items():
+            (ws / "kernels" / name).write_text(text)
+    return ws
+
+
+@pytest.fixture
+def new_workspace(tmp_path: Path) -> MakeWs:
+    """`new_workspace(model_new_src, {"relu.cpp": src}, problem=...)`: make_ws under this test's tmp_path
+    (each call makes a new workspace: ws, ws1, ...)."""
+
+    def make(model_new_src: str | bytes | None, kernels: dict[str, str] | None = None,
+             problem: str | Path = "level1/01_relu") -> Path:
+        return make_ws(tmp_path, model_new_src, kernels, problem)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def make_workspace() -> Callable[..., Path]:
+    """The `make_ws(root, model_new_src, kernels, problem)` helper, for module-scoped fixtures."""
+    return make_ws
