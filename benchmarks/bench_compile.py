@@ -116,6 +116,7 @@ def main() -> None:
         kdir = _workspace(tmp / "ws")
         li = None
         if not args.skip_load_inline:
+            (tmp / "li_build").mkdir()  # load_inline wants an existing build_directory
             li = _wall([sys.executable, "-c", LOAD_INLINE, str(tmp / "li_build")])
             rows.append(["load_inline, fresh build dir (process start incl.)", li])
         cold, cold_fresh, edit, edit_fresh, hit = [], [], [], [], []

@@ -10,6 +10,7 @@ model_new.py that builds its own kernels with load_inline.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -24,6 +25,7 @@ from skills.evaluate import EvalConfig, evaluate
 from skills.harness.protocol import TimingConfig
 from skills.report import format_result
 from skills.results import EvalResult, Mode
+from skills.sandbox import SandboxConfig
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,6 +52,8 @@ def _eval_args(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--target-seconds", type=float, default=0.4, help="time spent in timed calls per callable")
     p.add_argument("--gpu", default=None, help="CUDA_VISIBLE_DEVICES for the workers")
     p.add_argument("--json", action="store_true", help="print the EvalResult as JSON")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="run candidate code without bubblewrap (only for code you trust)")
 
 
 def _problems_args(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,6 +87,7 @@ def run_eval(args: argparse.Namespace) -> int:
         baselines=cast(list[Literal["eager", "compile"]], baselines),
         timing=TimingConfig(target_seconds=args.target_seconds),
         torch_extensions_dir=str(Path(tempfile.gettempdir()) / "kagent-torch-extensions"),
+        sandbox=SandboxConfig(allow_unsafe=True) if args.unsafe_no_sandbox else SandboxConfig(),
     )
     from skills.reward import REWARDS
 
@@ -124,9 +129,13 @@ def run_problems(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.command == "eval":
-        return run_eval(args)
-    return run_problems(args)
+    try:
+        if args.command == "eval":
+            return run_eval(args)
+        return run_problems(args)
+    except BrokenPipeError:  # `kagent problems list | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

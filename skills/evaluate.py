@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast, get_args
 
 import anyio
 import msgspec
@@ -54,6 +54,7 @@ from skills.stats import coefficient_of_variation, median_interval
 from skills.workers import Worker, WorkerFailed
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+STAGES = set(get_args(Stage))
 
 
 class EvalConfig(msgspec.Struct, kw_only=True):
@@ -124,6 +125,7 @@ class _State:
         self.torch_version = ""
         self.times = StageTimes()
         self.log = ""
+        self.sandbox: str | None = None
         self.config = config
         self.began = time.perf_counter()
 
@@ -154,9 +156,9 @@ def finish(state: _State) -> EvalResult:
         error=state.error, build=state.build, sets=state.sets, flags=state.flags,
         candidate=state.candidate, eager=state.eager, compiled_baseline=state.compiled_baseline,
         speedups=speedups, reward=None, reward_fn=None, precision=state.precision, gpu=state.gpu,
-        torch_version=state.torch_version, stages=state.times, log=state.log,
+        torch_version=state.torch_version, stages=state.times, log=state.log, sandbox=state.sandbox,
     )
-    if state.mode == "final":
+    if state.mode == "final" and not (state.error and state.stage == "problem"):
         result.reward = get_reward_fn(cfg.reward_fn)(result)
         result.reward_fn = cfg.reward_fn
     return result
@@ -183,17 +185,21 @@ class Scratch(msgspec.Struct):
     """uid/gid the candidate runs as (65534 when the evaluator is root), None for the current user."""
 
 
-def make_scratch(ws: Path, built: BuildResult | None, sandbox: SandboxConfig) -> Scratch:
-    """Copy what the candidate needs into a fresh folder whose permissions the evaluator controls."""
+def make_scratch(sandbox: SandboxConfig) -> Scratch:
+    """A fresh folder whose permissions the evaluator controls; the sandbox binds its parts."""
     root = Path(tempfile.mkdtemp(prefix="kagent-eval-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
     run_as = candidate_uid(sandbox)
     os.chmod(root, 0o711)
-    for sub in ("exchange", "lib", "out", "tmp", "torch_extensions"):
+    for sub in ("exchange", "lib", "out", "tmp", "torch_extensions", "ws", "ws/kernels"):
         (root / sub).mkdir(mode=0o755)
         if sub in ("out", "tmp", "torch_extensions") and run_as is not None:
             os.chown(root / sub, run_as, run_as)
-    cand_ws = root / "ws"
-    (cand_ws / "kernels").mkdir(parents=True)
+    return Scratch(root=root, workspace=root / "ws", lib=None, run_as=run_as)
+
+
+def fill_scratch(scratch: Scratch, ws: Path, built: BuildResult | None) -> None:
+    """Copy the frozen workspace and the built library where the (maybe already running) candidate reads them."""
+    root, cand_ws = scratch.root, scratch.workspace
     shutil.copyfile(ws / "model_new.py", cand_ws / "model_new.py")
     kdir = ws / "kernels"
     if kdir.is_dir():
@@ -202,17 +208,28 @@ def make_scratch(ws: Path, built: BuildResult | None, sandbox: SandboxConfig) ->
                 shutil.copyfile(f, cand_ws / "kernels" / f.name)
     for path in (cand_ws, cand_ws / "kernels", *cand_ws.rglob("*")):
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    lib = None
     if built is not None and built.lib_path:
-        lib = str(root / "lib" / Path(built.lib_path).name)
+        lib = root / "lib" / Path(built.lib_path).name
         shutil.copyfile(built.lib_path, lib)
         os.chmod(lib, 0o755)
-    return Scratch(root=root, workspace=cand_ws, lib=lib, run_as=run_as)
+        scratch.lib = str(lib)
+
+
+def describe_sandbox(sandbox: SandboxConfig, scratch: Scratch) -> str:
+    if sandbox.mode == "none" or not sandbox_available(sandbox):
+        return "none (unsafe)"
+    if scratch.run_as is not None:
+        return "bwrap as nobody"
+    if os.geteuid() == 0:
+        return "bwrap, root in a user namespace (RLIMIT_NPROC not binding: interpreter not readable by nobody)"
+    return "bwrap as the current user"
 
 
 def candidate_uid(sandbox: SandboxConfig) -> int | None:
     """As root, candidates run as nobody (65534) so rlimits bind; only if they can read the project."""
     if os.geteuid() != 0 or sandbox.mode != "bwrap" or not sandbox_available(sandbox):
+        return None
+    if os.environ.get("KAGENT_SANDBOX_KEEP_UID") == "1":  # operator opt-out (e.g. GPU nodes not world-usable)
         return None
     return 65534 if all(world_readable(p) for p in needed_roots()) else None
 
@@ -228,7 +245,9 @@ def world_readable(path: Path) -> bool:
 
 def worker_env(config: EvalConfig, scratch: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KAGENT_", "PYTHON"))}
-    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    env["KAGENT_PREINIT"] = config.backend  # workers bring CUDA up while they wait for their job
+    # The project first; then whatever path the evaluator itself runs with (packages outside a venv).
+    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     env["PYTHONUNBUFFERED"] = "1"
     env["TORCH_EXTENSIONS_DIR"] = config.torch_extensions_dir or str(scratch / "torch_extensions")
     env["TMPDIR"] = str(scratch / "tmp")
@@ -240,8 +259,12 @@ def worker_env(config: EvalConfig, scratch: Path) -> dict[str, str]:
 
 
 async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mode = "test",
-                   config: EvalConfig | None = None, baseline_cache: BaselineCache | None = None) -> EvalResult:
-    """Grade the workspace's model_new.py (+ kernels/) against the problem. Never raises for bad candidates."""
+                   config: EvalConfig | None = None, baseline_cache: BaselineCache | None = None,
+                   pool: WarmPool | None = None) -> EvalResult:
+    """Grade the workspace's model_new.py (+ kernels/) against the problem. Never raises for bad candidates.
+
+    With a `pool` (same config), the workers were started before the call; each is still used once.
+    """
     cfg = config or EvalConfig()
     state = _State(str(problem_path), cfg, mode)
     ws = Path(await anyio.Path(workspace).resolve())
@@ -265,41 +288,68 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
             state.compiled = False
             state.error = "the kernels did not compile:\n" + built.errors
             return finish(state)
-    scratch = await anyio.to_thread.run_sync(make_scratch, ws, built, cfg.sandbox)
     try:
-        await _run_workers(problem, built, scratch, state, baseline_cache)
+        slot = await pool.take() if pool is not None else await start_slot(cfg)
+    except SandboxUnavailable as exc:
+        state.error = str(exc)
+        return finish(state)
+    state.sandbox = describe_sandbox(cfg.sandbox, slot.scratch)
+    try:
+        await anyio.to_thread.run_sync(fill_scratch, slot.scratch, ws, built)
+        await _run_workers(problem, built, slot, state, baseline_cache)
     finally:
-        await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)
+        await anyio.to_thread.run_sync(shutil.rmtree, slot.scratch.root, True)
     return finish(state)
+
+
+class Slot:
+    """A judge and a candidate worker, started (torch imported, CUDA up) before an evaluation needs them."""
+
+    def __init__(self, scratch: Scratch, judge: Worker, cand: Worker, nonce: str) -> None:
+        self.scratch = scratch
+        self.judge = judge
+        self.cand = cand
+        self.nonce = nonce
+
+
+async def start_slot(cfg: EvalConfig) -> Slot:
+    """Make a scratch folder and start both workers in it (raises SandboxUnavailable)."""
+    scratch = await anyio.to_thread.run_sync(make_scratch, cfg.sandbox)
+    try:
+        cand_cmd = candidate_command(cfg, scratch)
+    except SandboxUnavailable:
+        await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)
+        raise
+    nonce = secrets.token_hex(16)
+    env = worker_env(cfg, scratch.root)
+    cand_env = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
+    judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce)
+    cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
+                              log_chars=cfg.log_chars, run_as=scratch.run_as)
+    return Slot(scratch, judge, cand, nonce)
 
 
 def candidate_command(cfg: EvalConfig, scratch: Scratch) -> list[str]:
     """The candidate worker's command line, inside the sandbox (raises SandboxUnavailable)."""
     root = scratch.root
     ext_dir = Path(cfg.torch_extensions_dir) if cfg.torch_extensions_dir else root / "torch_extensions"
+    if not ext_dir.is_dir():  # a shared cache dir (kagent eval) may not exist yet on a fresh machine
+        ext_dir.mkdir(parents=True, exist_ok=True)
+        if scratch.run_as is not None:
+            os.chown(ext_dir, scratch.run_as, scratch.run_as)
     return sandbox_wrap([cfg.python, "-m", "skills.harness.candidate"], cfg=cfg.sandbox,
                         readable=[root / "exchange", root / "lib", scratch.workspace],
                         writable=[root / "out", root / "tmp", ext_dir], cwd=scratch.workspace,
                         gpu=cfg.backend == "cuda")
 
 
-async def _run_workers(problem: Path, built: BuildResult | None, scratch: Scratch,
+async def _run_workers(problem: Path, built: BuildResult | None, slot: Slot,
                        state: _State, cache: BaselineCache | None) -> None:
     cfg = state.config
-    nonce = secrets.token_hex(16)
+    judge, cand, scratch, nonce = slot.judge, slot.cand, slot.scratch, slot.nonce
     seed = secrets.randbits(62)
-    env = worker_env(cfg, scratch.root)
     device = "cuda" if cfg.backend == "cuda" else "cpu"
     sizes = cfg.sizes or ("small" if cfg.backend == "cpu" else "default")
-    try:
-        cand_cmd = candidate_command(cfg, scratch)
-    except SandboxUnavailable as exc:
-        state.error = str(exc)
-        return
-    cand_env = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
-    judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce)
-    cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
-                              log_chars=cfg.log_chars, run_as=scratch.run_as)
     async with anyio.create_task_group() as tg:
         tg.start_soon(judge.drain_stderr)
         tg.start_soon(cand.drain_stderr)
@@ -307,6 +357,8 @@ async def _run_workers(problem: Path, built: BuildResult | None, scratch: Scratc
             await _stages(judge, cand, problem, built, scratch, state, cache, nonce, seed, device, sizes)
         except WorkerFailed as exc:
             state.error = exc.message
+            if exc.stage in STAGES:
+                state.stage = cast(Stage, exc.stage)
             if exc.flag is not None:
                 state.flags.append(exc.flag)
             await _baselines_for_agent(judge, cand, state, cache, nonce, device, sizes)
@@ -432,6 +484,60 @@ def _close(v: float, r: float, budget: float) -> bool:
     if r != r:  # NaN reference: the candidate must be NaN too
         return v != v
     return abs(v - r) <= budget
+
+
+class WarmPool:
+    """Keeps `size` slots started ahead, so an evaluation skips process start, imports and CUDA init.
+
+    Use as `async with WarmPool(config) as pool: await evaluate(..., pool=pool)`. Every slot serves
+    one evaluation and is then discarded: workers are still fresh per evaluation.
+    """
+
+    def __init__(self, config: EvalConfig, size: int = 1) -> None:
+        self.config = config
+        self.size = size
+        self.ready: list[Slot] = []
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._wake = anyio.Event()
+        self._full = anyio.Event()
+
+    async def __aenter__(self) -> WarmPool:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._keep_full)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        await self._tg.__aexit__(None, None, None)
+        with anyio.CancelScope(shield=True):
+            for slot in self.ready:
+                await slot.cand.close()
+                await slot.judge.close()
+                await anyio.to_thread.run_sync(shutil.rmtree, slot.scratch.root, True)
+        self.ready.clear()
+
+    async def _keep_full(self) -> None:
+        while True:
+            while len(self.ready) < self.size:
+                # Shielded: a slot half-started when the pool closes would leak its processes.
+                with anyio.CancelScope(shield=True):
+                    self.ready.append(await start_slot(self.config))
+            self._full.set()
+            await self._wake.wait()
+            self._wake = anyio.Event()
+
+    async def take(self) -> Slot:
+        """A started slot (or one started now when none is ready); the pool refills behind it."""
+        slot = self.ready.pop(0) if self.ready else await start_slot(self.config)
+        self._full = anyio.Event()
+        self._wake.set()
+        return slot
+
+    async def wait_full(self) -> None:
+        """Until every slot is started (e.g. before a latency measurement)."""
+        await self._full.wait()
 
 
 def unsynchronized_work(samples: P.Samples) -> float:

@@ -99,11 +99,12 @@ def parse_raw_csv(text: str) -> list[NcuKernel]:
         stalls = [(r, v) for r in STALL_REASONS if (v := _num(rec.get(STALL_METRIC.format(r)))) is not None]
         stalls.sort(key=lambda kv: -kv[1])
         duration = metric("duration_us")
-        unit_ns = rows[1][header.index(METRICS["duration_us"])] == "nsecond" if METRICS["duration_us"] in header else False
+        unit = rows[1][header.index(METRICS["duration_us"])] if METRICS["duration_us"] in header else "ns"
+        scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}.get(unit.strip(), 1e-3)
         smem = [v for v in (metric("smem_static"), metric("smem_dynamic")) if v is not None]
         kernels.append(NcuKernel(
             name=rec.get("Kernel Name", "?"),
-            duration_us=(duration / 1e3 if unit_ns else duration) if duration is not None else None,
+            duration_us=duration * scale if duration is not None else None,
             occupancy_pct=metric("occupancy_pct"), sm_pct=metric("sm_pct"), dram_pct=metric("dram_pct"),
             registers=_int(metric("registers")), shared_bytes=int(sum(smem)) if smem else None,
             block=_int(metric("block")), grid=_int(metric("grid")), top_stalls=stalls[:3]))

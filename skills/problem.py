@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import itertools
+import json
 import re
 import sys
 import types
@@ -545,6 +546,23 @@ def read_manifest(path: Path) -> list[ManifestRow]:
     return [decoder.decode(line) for line in lines if line.strip()]
 
 
+def carry_baselines(rows: list[ManifestRow], old_manifest: Path, measured: Path | None) -> None:
+    """Keep measured baselines of unchanged problems (same id); add new ones from a benchmark file."""
+    if old_manifest.is_file():
+        old = {r.id: r.baselines for r in read_manifest(old_manifest) if r.baselines}
+        for r in rows:
+            r.baselines = old.get(r.id, r.baselines)
+    if measured is None:
+        return
+    data = json.loads(measured.read_text())
+    gpu = str(data["env"].get("gpu") or "gpu").split()[-1].lower()
+    key = f"eager_us_{gpu}"
+    times = {p["name"]: p["eager_us"] for p in data["problems"] if p.get("eager_us") is not None}
+    for r in rows:
+        if r.name in times:
+            r.baselines = {**(r.baselines or {}), key: round(float(times[r.name]), 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m skills.problem manifest [--root DIR] [--out FILE] [--source NAME]``."""
     parser = argparse.ArgumentParser(prog="python -m skills.problem")
@@ -553,12 +571,15 @@ def main(argv: list[str] | None = None) -> int:
     man.add_argument("--root", type=Path, default=Path("problems"), help="problems folder")
     man.add_argument("--out", type=Path, default=None, help="default: ROOT/manifest.jsonl")
     man.add_argument("--source", default=BUNDLED_SOURCE, help="value of each row's `source`")
+    man.add_argument("--baselines", type=Path, default=None,
+                     help="benchmarks/results JSON of bench_problems.py: record its eager times in `baselines`")
     args = parser.parse_args(argv)
     root: Path = args.root
     if not root.is_dir():
         parser.error(f"--root {root} is not a folder")
     out: Path = args.out if args.out is not None else root / MANIFEST_NAME
     rows = build_manifest(root, source=args.source)
+    carry_baselines(rows, out, args.baselines)
     out.write_bytes(encode_manifest(rows))
     failed = [r for r in rows if r.error is not None]
     sys.stderr.write(f"wrote {len(rows)} rows to {out} ({len(failed)} with errors)\n")

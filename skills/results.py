@@ -12,7 +12,8 @@ import msgspec
 Backend = Literal["cuda", "cpu"]
 Precision = Literal["fp32", "tf32", "bf16", "fp16"]
 Mode = Literal["test", "profile", "final"]
-Stage = Literal["load", "build", "import", "init", "correctness", "timing", "baseline", "done"]
+Stage = Literal["load", "build", "import", "init", "correctness", "timing", "baseline", "problem", "done"]
+"""`problem`: the problem itself is broken or degenerate (not the candidate's fault; no reward)."""
 
 
 class Interval(msgspec.Struct, frozen=True):
@@ -145,7 +146,7 @@ class EvalResult(msgspec.Struct):
     compiled: bool
     """The kernels built (True when there was nothing to build)."""
     correct: bool
-    """Every output on every input set within budget, and no correctness flag."""
+    """Every output on every input set within budget (flags are separate: see `flags`)."""
     stage: Stage
     """The last stage reached (`done` when the evaluation finished)."""
     error: str | None
@@ -165,7 +166,8 @@ class EvalResult(msgspec.Struct):
     speedups: list[Speedup]
     """Speedups over each measured baseline."""
     reward: float | None
-    """Reward by the configured reward function (final mode; None otherwise)."""
+    """Reward by the configured reward function (final mode; None otherwise, and None when the
+    problem was refused: that is the environment's fault, not the agent's)."""
     reward_fn: str | None
     """Name of the reward function that produced `reward`."""
     precision: Precision
@@ -178,3 +180,6 @@ class EvalResult(msgspec.Struct):
     """Wall time per stage."""
     log: str
     """Tail of what the candidate printed (stdout and stderr), trimmed."""
+    sandbox: str | None = None
+    """How the candidate ran: `bwrap as nobody`, `bwrap, root in a user namespace (RLIMIT_NPROC not
+    binding)` or `none (unsafe)`; None when no candidate process was started."""

@@ -34,8 +34,9 @@ ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "CUD
 class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
     """How candidate workers are confined."""
 
-    mode: Literal["bwrap", "none"] = "bwrap"
-    """bwrap (bubblewrap) or none; none requires allow_unsafe."""
+    mode: Literal["bwrap", "none"] = msgspec.field(
+        default_factory=lambda: "none" if os.environ.get("KAGENT_SANDBOX_MODE") == "none" else "bwrap")
+    """bwrap (bubblewrap) or none (env KAGENT_SANDBOX_MODE); none requires allow_unsafe."""
     allow_unsafe: bool = msgspec.field(default_factory=lambda: os.environ.get("KAGENT_UNSAFE_NO_SANDBOX") == "1")
     """Run candidate code without a sandbox when bubblewrap is missing or mode is none (trusted code only;
     env KAGENT_UNSAFE_NO_SANDBOX=1)."""
@@ -89,7 +90,8 @@ def wrap(cmd: list[str], *, cfg: SandboxConfig, readable: list[Path], writable: 
             why = "sandbox mode is 'none'" if cfg.mode == "none" else f"bubblewrap ({cfg.bwrap}) is not installed"
             raise SandboxUnavailable(
                 f"refusing to run untrusted candidate code: {why}. Install bubblewrap (apt-get install"
-                " bubblewrap) or pass --unsafe-no-sandbox / SandboxConfig(allow_unsafe=True) for code you trust.")
+                " bubblewrap), or for code you trust set KAGENT_UNSAFE_NO_SANDBOX=1 (kagent eval"
+                " --unsafe-no-sandbox, SandboxConfig(allow_unsafe=True)).")
         return cmd
     args = [cfg.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",

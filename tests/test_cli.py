@@ -18,9 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
 
-# `kagent eval` refuses to run candidate code without bubblewrap and has no opt-out flag yet.
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="kagent eval needs bubblewrap")
-
 
 def cli(tmp_path: Path, *args: str | Path, timeout: float = 240,
         make_ext_dir: bool = True) -> subprocess.CompletedProcess[str]:
@@ -30,6 +27,8 @@ def cli(tmp_path: Path, *args: str | Path, timeout: float = 240,
     that the cli names but nothing creates (see test_eval_with_fresh_tmpdir).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAGENT_")}
+    # Still bubblewrap where it is installed; this only lets the suite run where it is not.
+    env["KAGENT_UNSAFE_NO_SANDBOX"] = "1"
     env["PYTHONPATH"] = str(ROOT)
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     (tmp_path / "tmp").mkdir(exist_ok=True)
@@ -47,7 +46,6 @@ def relu_workspace(tmp_path: Path) -> Path:
     return ws
 
 
-@needs_bwrap
 def test_eval_fair_workspace_json(tmp_path: Path) -> None:
     proc = cli(tmp_path, "eval", RELU, relu_workspace(tmp_path), "--backend", "cpu", "--mode", "test", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -59,17 +57,12 @@ def test_eval_fair_workspace_json(tmp_path: Path) -> None:
     assert (tmp_path / "cache" / "kagent" / "build").is_dir()  # builds went to XDG_CACHE_HOME
 
 
-@needs_bwrap
-@pytest.mark.xfail(strict=True, reason="BUG runtime/cli.py:85 + skills/evaluate.py candidate_command: the cli's "
-                   "torch_extensions_dir ($TMPDIR/kagent-torch-extensions) is bound into the bwrap sandbox but "
-                   "never created, so on a fresh machine the candidate dies with 'bwrap: Can't find source path'")
 def test_eval_with_fresh_tmpdir(tmp_path: Path) -> None:
     proc = cli(tmp_path, "eval", RELU, relu_workspace(tmp_path), "--backend", "cpu", "--mode", "test", "--json",
                make_ext_dir=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@needs_bwrap
 def test_eval_wrong_values_text(tmp_path: Path) -> None:
     ws = relu_workspace(tmp_path)
     (ws / "kernels" / "relu.cpp").write_text(
@@ -101,7 +94,6 @@ def test_eval_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str)
     assert proc.stdout == ""
 
 
-@needs_bwrap
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_eval_single_file_load_inline(tmp_path: Path) -> None:

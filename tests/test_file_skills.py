@@ -108,12 +108,12 @@ def test_read_file_refusals(ws: Workspace, tmp_path: Path) -> None:
 
 
 def test_write_file(ws: Workspace) -> None:
-    r = call(ws, "write_file", {"path": "kernels/sub/a.cu", "content": "int x;\n"})
-    assert r.ok and r.text == "wrote 7 bytes to kernels/sub/a.cu"
-    assert r.record == files.WriteFileRecord(path="kernels/sub/a.cu", bytes=7, created=True)
-    r = call(ws, "write_file", {"path": "kernels/sub/a.cu", "content": "int y;\n"})
-    assert r.record == files.WriteFileRecord(path="kernels/sub/a.cu", bytes=7, created=False)
-    assert (ws.kernels_dir / "sub" / "a.cu").read_text() == "int y;\n"
+    r = call(ws, "write_file", {"path": "kernels/a.cu", "content": "int x;\n"})
+    assert r.ok and r.text == "wrote 7 bytes to kernels/a.cu"
+    assert r.record == files.WriteFileRecord(path="kernels/a.cu", bytes=7, created=True)
+    r = call(ws, "write_file", {"path": "./kernels//a.cu", "content": "int y;\n"})
+    assert r.record == files.WriteFileRecord(path="kernels/a.cu", bytes=7, created=False)
+    assert (ws.kernels_dir / "a.cu").read_text() == "int y;\n"
 
 
 def test_write_file_refusals(ws: Workspace) -> None:
@@ -122,6 +122,15 @@ def test_write_file_refusals(ws: Workspace) -> None:
     assert ws.model_path.read_text() == PROBLEM
     r = call(ws, "write_file", {"path": "kernels/a.py", "content": "x"})
     assert not r.ok and ".cu" in r.text
+    r = call(ws, "write_file", {"path": "kernels/a.cc", "content": "x"})
+    assert not r.ok and "must end in .cu" in r.text and r.record is None
+    assert not (ws.kernels_dir / "a.cc").exists()
+    r = call(ws, "write_file", {"path": "kernels/sub/a.cu", "content": "x"})
+    assert not r.ok and r.record is None
+    assert r.text == (
+        "write_file: kernels/sub/a.cu is in a subfolder: put every source directly in kernels/"
+    )
+    assert not (ws.kernels_dir / "sub").exists()
     r = call(ws, "write_file", {"path": "kernels/a.cu", "content": "x" * 10_001})
     assert not r.ok and "over the quota of 10000 bytes" in r.text
     assert not (ws.kernels_dir / "a.cu").exists()
@@ -155,6 +164,11 @@ def test_edit_file_refusals(ws: Workspace) -> None:
     assert not r.ok and "empty" in r.text
     r = call(ws, "edit_file", {"path": "kernels/missing.cu", "old": "a", "new": "b"})
     assert not r.ok and "does not exist" in r.text
+    (ws.kernels_dir / "sub").mkdir()  # planted by hand: readable, but never writable
+    (ws.kernels_dir / "sub" / "a.cu").write_text("abc")
+    r = call(ws, "edit_file", {"path": "kernels/sub/a.cu", "old": "a", "new": "x"})
+    assert not r.ok and "kernels/sub/a.cu is in a subfolder" in r.text and r.record is None
+    assert (ws.kernels_dir / "sub" / "a.cu").read_text() == "abc"
 
 
 # -- list_files ------------------------------------------------------------------------------

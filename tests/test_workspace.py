@@ -63,9 +63,14 @@ def test_default_root_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 
 def test_cleanup_removes_read_only_tree_and_is_idempotent(tmp_path: Path) -> None:
     ws = small(tmp_path)
-    ws.write_text("kernels/sub/a.cu", "x")
-    (ws.kernels_dir / "sub" / "a.cu").chmod(0o444)
+    ws.write_text("kernels/a.cu", "x")
+    # A subfolder cannot be written through the rules, but one planted by hand is still removed.
+    (ws.kernels_dir / "sub").mkdir()
+    (ws.kernels_dir / "sub" / "b.cu").write_text("x")
+    (ws.kernels_dir / "sub" / "b.cu").chmod(0o444)
     (ws.kernels_dir / "sub").chmod(0o555)
+    (ws.kernels_dir / "a.cu").chmod(0o444)
+    ws.kernels_dir.chmod(0o555)
     ws.cleanup()
     assert not ws.path.exists()
     ws.cleanup()
@@ -166,11 +171,22 @@ def test_symlink_folder_on_path_refused(ws: Workspace, tmp_path: Path) -> None:
     outside.mkdir()
     (outside / "a.cu").write_text("outside")
     (ws.kernels_dir / "sub").symlink_to(outside, target_is_directory=True)
+    # Reads may reach kernels/** and are stopped by the link; writes are refused as a subfolder
+    # before the path is walked.
     with pytest.raises(WorkspaceError, match="kernels/sub is a symbolic link"):
         ws.read_text("kernels/sub/a.cu")
-    with pytest.raises(WorkspaceError, match="symbolic link"):
+    with pytest.raises(WorkspaceError, match="kernels/sub/a.cu is in a subfolder"):
+        ws.write_text("kernels/sub/a.cu", "overwritten")
+    with pytest.raises(WorkspaceError, match="kernels/sub/b.cu is in a subfolder"):
         ws.write_text("kernels/sub/b.cu", "x")
+    # A linked folder named like a source file is a top-level name: the link check refuses it.
+    (ws.kernels_dir / "dir.cu").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(WorkspaceError, match="kernels/dir.cu is a symbolic link"):
+        ws.write_text("kernels/dir.cu", "x")
+    with pytest.raises(WorkspaceError, match="kernels/dir.cu is a symbolic link"):
+        ws.read_text("kernels/dir.cu/a.cu")
     assert sorted(p.name for p in outside.iterdir()) == ["a.cu"]
+    assert (outside / "a.cu").read_text() == "outside"
 
 
 def test_kernels_folder_itself_a_link_refused(ws: Workspace, tmp_path: Path) -> None:
@@ -178,9 +194,12 @@ def test_kernels_folder_itself_a_link_refused(ws: Workspace, tmp_path: Path) -> 
     outside.mkdir()
     ws.kernels_dir.rmdir()
     ws.kernels_dir.symlink_to(outside, target_is_directory=True)
-    with pytest.raises(WorkspaceError, match="symbolic link"):
+    with pytest.raises(WorkspaceError, match="kernels is a symbolic link"):
         ws.write_text("kernels/a.cu", "x")
+    assert not any(outside.iterdir())
     (outside / "planted.cu").write_text("x")
+    with pytest.raises(WorkspaceError, match="kernels is a symbolic link"):
+        ws.read_text("kernels/planted.cu")
     names = [rel for rel, _ in ws.list()]
     assert names == ["model.py", "model_new.py"]  # files behind the link are not listed
 
@@ -212,24 +231,32 @@ def test_reading_a_folder_or_missing_file(ws: Workspace) -> None:
         ws.read_text("kernels/missing.cu")
 
 
-@pytest.mark.parametrize("suffix", [".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp"])
+@pytest.mark.parametrize("suffix", [".cu", ".cuh", ".cpp", ".h", ".hpp"])
 def test_allowed_suffixes(ws: Workspace, suffix: str) -> None:
     assert ws.write_text(f"kernels/a{suffix}", "x") == 1
     assert ws.read_text(f"kernels/a{suffix}") == "x"
 
 
-@pytest.mark.parametrize("name", ["a.py", "a.txt", "a.so", "Makefile", "a.cu.bak"])
+@pytest.mark.parametrize("name", ["a.cc", "a.py", "a.txt", "a.so", "Makefile", "a.cu.bak"])
 def test_other_suffixes_refused(ws: Workspace, name: str) -> None:
-    with pytest.raises(WorkspaceError, match=r"must end in \.cu"):
+    with pytest.raises(WorkspaceError, match=r"must end in \.cu") as info:
         ws.write_text(f"kernels/{name}", "x")
+    # The listed suffixes are exactly the allowed ones (no .cc).
+    assert str(info.value).endswith("must end in .cu, .cuh, .cpp, .h, .hpp")
+    assert not (ws.kernels_dir / name).exists()
 
 
 def test_write_targets(ws: Workspace) -> None:
     ws.write_text("model_new.py", "class ModelNew: ...\n")
-    ws.write_text("kernels/common/util.cuh", "#pragma once\n")
-    assert (ws.kernels_dir / "common" / "util.cuh").is_file()
-    with pytest.raises(WorkspaceError, match="one level of subfolders"):
+    ws.write_text("kernels/util.cuh", "#pragma once\n")
+    assert (ws.kernels_dir / "util.cuh").is_file()
+    with pytest.raises(WorkspaceError, match="kernels/sub/a.cu is in a subfolder"):
+        ws.write_text("kernels/sub/a.cu", "x")
+    with pytest.raises(WorkspaceError, match="subfolder: put every source directly in kernels/"):
+        ws.resolve("kernels/common/util.cuh", for_write=True)
+    with pytest.raises(WorkspaceError, match="kernels/a/b/c.cu is in a subfolder"):
         ws.write_text("kernels/a/b/c.cu", "x")
+    assert not (ws.kernels_dir / "sub").exists() and not (ws.kernels_dir / "a").exists()
     with pytest.raises(WorkspaceError, match="is a folder"):
         ws.write_text("kernels", "x")
     with pytest.raises(WorkspaceError, match="outside"):
@@ -237,8 +264,11 @@ def test_write_targets(ws: Workspace) -> None:
     with pytest.raises(WorkspaceError, match="provided by the harness"):
         ws.write_text("kernels/kagent.h", "#define KAGENT_EXPORT\n")
     ws.write_text("kernels/top.cuh", "x")
-    with pytest.raises(WorkspaceError, match="kernels/top.cuh is not a folder"):
+    with pytest.raises(WorkspaceError, match="kernels/top.cuh/x.cu is in a subfolder"):
         ws.write_text("kernels/top.cuh/x.cu", "x")
+    with pytest.raises(WorkspaceError, match="kernels/top.cuh is not a folder"):
+        ws.read_text("kernels/top.cuh/x.cu")
+    assert ws.read_text("kernels/top.cuh") == "x"
 
 
 # -- limits ----------------------------------------------------------------------------------
@@ -326,12 +356,15 @@ def test_failed_write_keeps_old_content(tmp_path: Path) -> None:
 def test_list_and_usage(ws: Workspace, tmp_path: Path) -> None:
     ws.write_text("model_new.py", "m" * 5)
     ws.write_text("kernels/b.cu", "b" * 3)
-    ws.write_text("kernels/sub/a.cuh", "a" * 2)
+    ws.write_text("kernels/a.cuh", "a" * 2)
     (tmp_path / "out.cu").write_text("zzz")
     (ws.kernels_dir / "link.cu").symlink_to(tmp_path / "out.cu")
+    (tmp_path / "outdir").mkdir()
+    (tmp_path / "outdir" / "c.cu").write_text("cccc")
+    (ws.kernels_dir / "linkdir").symlink_to(tmp_path / "outdir", target_is_directory=True)
     assert ws.list() == [
+        ("kernels/a.cuh", 2),
         ("kernels/b.cu", 3),
-        ("kernels/sub/a.cuh", 2),
         ("model.py", len(PROBLEM)),
         ("model_new.py", 5),
     ]
@@ -341,13 +374,24 @@ def test_list_and_usage(ws: Workspace, tmp_path: Path) -> None:
 def test_snapshot_copies_regular_files_only(ws: Workspace, tmp_path: Path) -> None:
     ws.write_text("model_new.py", "new")
     ws.write_text("kernels/a.cu", "a")
-    ws.write_text("kernels/sub/b.cuh", "b")
+    ws.write_text("kernels/b.cuh", "b")
     (tmp_path / "secret").write_text("s")
     (ws.kernels_dir / "link.cu").symlink_to(tmp_path / "secret")
+    (tmp_path / "secretdir").mkdir()
+    (tmp_path / "secretdir" / "c.cu").write_text("s")
+    (ws.kernels_dir / "linkdir").symlink_to(tmp_path / "secretdir", target_is_directory=True)
     snap = ws.snapshot(tmp_path / "snap")
     assert snap.path == (tmp_path / "snap").resolve()
     assert snap.list() == ws.list()
-    assert not (snap.kernels_dir / "link.cu").exists()
+    assert [rel for rel, _ in snap.list()] == [
+        "kernels/a.cu",
+        "kernels/b.cuh",
+        "model.py",
+        "model_new.py",
+    ]
+    assert sorted(p.name for p in snap.kernels_dir.iterdir()) == ["a.cu", "b.cuh"]
+    assert not any(p.is_symlink() for p in snap.path.rglob("*"))
+    assert snap.read_text("kernels/b.cuh") == "b"
     assert stat.S_IMODE(snap.model_path.stat().st_mode) == 0o444
     ws.write_text("kernels/a.cu", "changed")
     assert snap.read_text("kernels/a.cu") == "a"

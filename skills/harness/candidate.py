@@ -53,7 +53,7 @@ class Candidate:
             torch.cuda.init()  # type: ignore[no-untyped-call]
             torch.empty(1, device=self.device)  # create the context before candidate code runs
             if start.gpu_memory_fraction is not None:
-                torch.cuda.set_per_process_memory_fraction(start.gpu_memory_fraction, self.device)
+                torch.cuda.set_per_process_memory_fraction(start.gpu_memory_fraction, torch.cuda.current_device())
         self.model: Any = None
         self.module: Any = None
         self.sets: list[list[Any]] = []
@@ -106,7 +106,7 @@ class Candidate:
         flags: list[Flag] = []
         results: list[list[torch.Tensor]] = []
         for k in range(run.n_sets):
-            inputs = to_device(torch.load(self.exchange / f"set_{k}.pt", weights_only=False), self.device)
+            inputs = to_device(torch.load(self.exchange / f"set_{k}.pt", map_location=self.device, weights_only=False), self.device)
             pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
             self.sets.append(pristine)
             if k == 0:
@@ -120,7 +120,8 @@ class Candidate:
             flags += _output_flags(outs, inputs, k)
             if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(inputs, pristine, strict=True)):
                 flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs (input set {k}); inputs are read-only"))
-            results.append([o.detach().to("cpu") if isinstance(o, torch.Tensor) else torch.empty(0) for o in outs])
+            # Only plain tensors travel (a subclass is flagged above and cannot be unpickled safely).
+            results.append([o.detach().to("cpu") if type(o) is torch.Tensor else torch.empty(0) for o in outs])
         out_file = Path(run.out_dir) / "outputs.pt"
         torch.save(results, out_file)
         return P.CandOutputs(nonce=run.nonce, outputs_file=str(out_file), flags=_dedupe(flags))
@@ -136,7 +137,7 @@ class Candidate:
             raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
 
     def time(self, req: P.CandTime) -> P.CandTiming:
-        canaries = [to_device(torch.load(self.exchange / f"set_{len(self.sets) + c}.pt", weights_only=False), self.device)
+        canaries = [to_device(torch.load(self.exchange / f"set_{len(self.sets) + c}.pt", map_location=self.device, weights_only=False), self.device)
                     for c in range(req.n_canaries)]
         n_sets = len(self.sets)
         loop = timing.Loop(self._forward, self.sets + canaries, self.device, req.timing)
@@ -224,12 +225,20 @@ def _dedupe(flags: list[Flag]) -> list[Flag]:
     return list(seen.values())
 
 
+def preinit() -> None:
+    """Bring CUDA up while waiting for the job (a warm pool starts workers ahead of time)."""
+    if os.environ.get("KAGENT_PREINIT") == "cuda" and torch.cuda.is_available():
+        torch.cuda.init()  # type: ignore[no-untyped-call]
+        torch.empty(1, device="cuda")
+
+
 def main() -> None:
     if spec := os.environ.get("KAGENT_RLIMITS"):
         from skills.sandbox import apply_rlimits
 
         apply_rlimits(spec)
     chan = P.take_over_stdio()
+    preinit()
     start = chan.recv()
     assert isinstance(start, P.CandStart)
     nonce = start.nonce

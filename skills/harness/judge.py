@@ -22,7 +22,7 @@ import torch
 from skills.harness import protocol as P
 from skills.harness.compare import Reference, compare_output
 from skills.harness.timing import Loop, rotation
-from skills.problem import load_problem
+from skills.problem import ProblemError, load_problem
 from skills.results import OutputError, SetResult
 
 
@@ -82,7 +82,10 @@ class Judge:
         all_refs: list[list[Reference]] = []
         for k in range(n_total):
             set_seed(self.start.seed, k)
-            inputs = list(self.loaded.get_inputs())
+            # Factory calls in get_inputs() land on the device: drawing 64M normals there takes
+            # milliseconds instead of the CPU's seconds (same distributions, different stream).
+            with self.device:
+                inputs = list(self.loaded.get_inputs())
             torch.save(inputs, self.exchange / f"set_{k}.pt")
             dev_inputs = to_device(inputs, self.device)
             with torch.no_grad():
@@ -177,6 +180,8 @@ class ProblemRefused(Exception):
 def main() -> None:
     os.umask(0o022)  # the candidate (another uid) must read the inputs the judge writes
     chan = P.take_over_stdio()
+    if os.environ.get("KAGENT_PREINIT") == "cuda" and torch.cuda.is_available():
+        torch.empty(1, device="cuda")  # CUDA up before the job arrives (warm pool)
     start = chan.recv()
     assert isinstance(start, P.JudgeStart)
     stage = "load"
@@ -199,6 +204,8 @@ def main() -> None:
                 chan.send(judge.baselines(msg))
     except ProblemRefused as exc:
         chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem refused: {exc}"))
+    except ProblemError as exc:
+        chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem cannot be loaded: {exc}"))
     except Exception as exc:  # reported to the parent, which turns it into a structured failure
         tb = traceback.format_exc(limit=8)
         chan.send(P.WorkerError(nonce=start.nonce, stage=stage, message=f"{type(exc).__name__}: {exc}\n{tb}"[-4000:]))

@@ -7,6 +7,7 @@ kernel of torch's or a vendor library's may run inside `ModelNew.forward`.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import torch
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
@@ -24,7 +25,8 @@ LIBRARY_KERNEL = re.compile(
 
 def base_name(kernel: str) -> str:
     """`void ns::k<128>(float*, int)` -> `ns::k`: profiler and ptxas spell signatures differently."""
-    name = kernel.removeprefix("void ").replace("(anonymous namespace)::", "").split("(")[0]
+    name = kernel.removeprefix("void ").replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+    name = name.split("(")[0]
     return name.split("<")[0].strip()
 
 
@@ -35,7 +37,16 @@ def _is_custom(name: str, kernel_names: list[str], flavour: str) -> bool:
 
 
 def _is_copy(name: str) -> bool:
-    return name.startswith(("Memcpy", "Memset"))
+    """Copies, memsets and torch's fill (zeros/zeros_like for outputs) are not compute."""
+    return name.startswith(("Memcpy", "Memset")) or "FillFunctor" in name
+
+
+class Span(NamedTuple):
+    """One profiler event reduced to what launch accounting needs (microseconds)."""
+
+    name: str
+    start: float
+    end: float
 
 
 def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: str) -> tuple[float | None, list[Flag]]:
@@ -48,16 +59,26 @@ def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: s
                 loop.fn(*loop.work)
                 torch.cuda.synchronize()
     events = prof.events()
-    windows = sorted((e.time_range.start, e.time_range.end) for e in events if e.name.startswith("kagent_call_"))
-    kernels = [e for e in events if e.device_type == DeviceType.CUDA and not e.name.startswith("kagent_call_")]
+    # Kineto reports each record_function twice (host range and a GPU-side annotation): the host
+    # ranges are the call windows; CUDA events not named like a window are the kernels.
+    windows = [Span(e.name, e.time_range.start, e.time_range.end) for e in events
+               if e.name.startswith("kagent_call_") and e.device_type == DeviceType.CPU]
+    kernels = [Span(e.name, e.time_range.start, e.time_range.end) for e in events
+               if e.device_type == DeviceType.CUDA and not e.name.startswith("kagent_call_")]
+    return account(windows, kernels, kernel_names, flavour)
+
+
+def account(windows: list[Span], kernels: list[Span], kernel_names: list[str], flavour: str) -> tuple[float | None, list[Flag]]:
+    """Attribute kernels to the call windows they started in; flag calls without a built kernel
+    (decoy) and library kernels inside calls (torch fallback). Returns (kernel us per call, flags)."""
+    windows = sorted(windows, key=lambda w: w.start)
     per_call_custom = [0] * len(windows)
     foreign: set[str] = set()
     kernel_total = 0.0
     for k in kernels:
-        start = k.time_range.start
-        for w, (lo, hi) in enumerate(windows):
-            if lo <= start <= hi:
-                kernel_total += k.time_range.elapsed_us()
+        for w, win in enumerate(windows):
+            if win.start <= k.start <= win.end:
+                kernel_total += k.end - k.start
                 if _is_custom(k.name, kernel_names, flavour):
                     per_call_custom[w] += 1
                 elif not _is_copy(k.name):

@@ -108,7 +108,8 @@ class Loop:
         return statistics.median(diffs)
 
     def warmup(self, order: Sequence[int]) -> float:
-        """Untimed calls, indistinguishable from timed ones; returns mean wall us per call."""
+        """Untimed calls, indistinguishable from timed ones; returns the mean wall us per call of
+        the later half (the first calls carry one-off costs: torch.compile, module loading)."""
         walls: list[float] = []
         began = _perf_ns()
         i = 0
@@ -118,7 +119,7 @@ class Loop:
             i += 1
             if i >= 10 * self.config.warmup_calls:
                 break
-        return statistics.fmean(walls)
+        return statistics.fmean(walls[len(walls) // 2:])
 
     def n_calls(self, mean_us: float) -> int:
         """Timed calls that fill target_seconds of calls, within [min_calls, max_calls]."""
