@@ -7,6 +7,7 @@ the same turn cannot race the grader.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -17,10 +18,20 @@ import msgspec
 from skills.base import SkillArgs, SkillContext, SkillResult, register
 from skills.baselines import BaselineCache
 from skills.build import BuildConfig, BuildResult
-from skills.evaluate import EvalConfig, build_workspace, evaluate, worker_env
-from skills.ncu import NcuReport, format_report, run_ncu
+from skills.evaluate import (
+    EvalConfig,
+    build_workspace,
+    evaluate,
+    fill_scratch,
+    make_scratch,
+    sandbox_cmd,
+    worker_env,
+)
+from skills.ncu import NcuReport, find_ncu, format_report, ncu_command, run_ncu
 from skills.report import format_build, format_result
 from skills.results import EvalResult, Mode
+from skills.sandbox import SandboxUnavailable, clean_env, rlimits_spec
+from skills.static_check import check_workspace
 
 
 class Evaluator:
@@ -45,13 +56,31 @@ class Evaluator:
     async def ncu(self, workspace: Path) -> NcuReport:
         if self.config.backend != "cuda":
             return NcuReport(ok=False, kernels=[], error="ncu needs the cuda backend (this episode runs on the cpu)", seconds=0.0)
+        exe = find_ncu()
+        if exe is None:
+            return NcuReport(ok=False, kernels=[], error="Nsight Compute (ncu) is not installed on this machine", seconds=0.0)
+        flags = await anyio.to_thread.run_sync(check_workspace, workspace)
+        if flags:
+            why = "; ".join(f"{f.name}: {f.detail}" for f in flags)
+            return NcuReport(ok=False, kernels=[], error=f"static checks failed: {why}", seconds=0.0)
         built = await self.compile(workspace)
         if built is not None and not built.ok:
             return NcuReport(ok=False, kernels=[], error="the kernels do not compile; run compile first", seconds=0.0)
-        with tempfile.TemporaryDirectory(prefix="kagent-ncu-") as tmp:
-            for sub in ("tmp", "torch_extensions"):
-                (Path(tmp) / sub).mkdir()
-            return await run_ncu(self.problem_path, workspace, built, env=worker_env(self.config, Path(tmp)))
+        # ncu runs the candidate's code: the same sandbox as an evaluation's candidate worker.
+        scratch = await anyio.to_thread.run_sync(make_scratch, self.config.sandbox)
+        try:
+            await anyio.to_thread.run_sync(fill_scratch, scratch, workspace, built)
+            problem = scratch.root / "exchange" / "problem.py"
+            await anyio.to_thread.run_sync(shutil.copyfile, self.problem_path, problem)
+            try:
+                cmd = sandbox_cmd(self.config, scratch, ncu_command(problem, scratch.workspace, scratch.lib, built, exe))
+            except SandboxUnavailable as exc:
+                return NcuReport(ok=False, kernels=[], error=str(exc), seconds=0.0)
+            env = clean_env(worker_env(self.config, scratch.root)) | {
+                "KAGENT_RLIMITS": rlimits_spec(self.config.sandbox, self.config.backend)}
+            return await run_ncu(cmd, env=env, run_as=scratch.run_as)
+        finally:
+            await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)
 
 
 def _snapshot(workspace: Path, dest: Path) -> Path:

@@ -331,13 +331,18 @@ async def start_slot(cfg: EvalConfig) -> Slot:
 
 def candidate_command(cfg: EvalConfig, scratch: Scratch) -> list[str]:
     """The candidate worker's command line, inside the sandbox (raises SandboxUnavailable)."""
+    return sandbox_cmd(cfg, scratch, [cfg.python, "-m", "skills.harness.candidate"])
+
+
+def sandbox_cmd(cfg: EvalConfig, scratch: Scratch, cmd: list[str]) -> list[str]:
+    """`cmd` (which runs candidate code) inside the sandbox over this scratch folder."""
     root = scratch.root
     ext_dir = Path(cfg.torch_extensions_dir) if cfg.torch_extensions_dir else root / "torch_extensions"
     if not ext_dir.is_dir():  # a shared cache dir (kagent eval) may not exist yet on a fresh machine
         ext_dir.mkdir(parents=True, exist_ok=True)
         if scratch.run_as is not None:
             os.chown(ext_dir, scratch.run_as, scratch.run_as)
-    return sandbox_wrap([cfg.python, "-m", "skills.harness.candidate"], cfg=cfg.sandbox,
+    return sandbox_wrap(cmd, cfg=cfg.sandbox,
                         readable=[root / "exchange", root / "lib", scratch.workspace],
                         writable=[root / "out", root / "tmp", ext_dir], cwd=scratch.workspace,
                         gpu=cfg.backend == "cuda")

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import msgspec
 
 from skills.build import BuildResult
@@ -132,9 +135,8 @@ def _f(v: float | None, width: int, digits: int) -> str:
     return f"{'-':>{width}}" if v is None else f"{v:>{width}.{digits}f}"
 
 
-def ncu_command(problem: Path, workspace: Path, built: BuildResult | None, ncu: str) -> list[str]:
-    lib = {"lib_path": built.lib_path if built else None,
-           "functions": [msgspec.to_builtins(f) for f in built.functions] if built else []}
+def ncu_command(problem: Path, workspace: Path, lib_path: str | None, built: BuildResult | None, ncu: str) -> list[str]:
+    lib = {"lib_path": lib_path, "functions": [msgspec.to_builtins(f) for f in built.functions] if built else []}
     metrics = ",".join([*METRICS.values(), *(STALL_METRIC.format(r) for r in STALL_REASONS)])
     return [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", "kagent/", "--csv", "--page", "raw",
             "--metrics", metrics, sys.executable, "-m", "skills.harness.ncu_target", str(problem), str(workspace),
@@ -149,22 +151,34 @@ def find_ncu(ncu: str | None = None) -> str | None:
     return None
 
 
-async def run_ncu(problem: Path, workspace: Path, built: BuildResult | None, *, env: dict[str, str],
-                  timeout_s: float = 300.0, ncu: str | None = None) -> NcuReport:
-    exe = find_ncu(ncu)
-    if exe is None:
-        return NcuReport(ok=False, kernels=[], error="Nsight Compute (ncu) is not installed on this machine", seconds=0.0)
+async def run_ncu(cmd: list[str], *, env: dict[str, str], run_as: int | None, timeout_s: float = 300.0) -> NcuReport:
+    """Run an ncu command line (already wrapped in the sandbox); its process group dies on timeout."""
     t = time.perf_counter()
+    ids: dict[str, object] = {"user": run_as, "group": run_as, "extra_groups": []} if run_as is not None else {}
+    proc = await anyio.open_process(cmd, env=env, start_new_session=True, **ids)  # type: ignore[arg-type]
+    out_b, err_b = bytearray(), bytearray()
+
+    async def drain(stream: anyio.abc.ByteReceiveStream | None, buf: bytearray) -> None:
+        if stream is not None:
+            async for chunk in stream:
+                buf += chunk
+
     try:
         with anyio.fail_after(timeout_s):
-            proc = await anyio.run_process(ncu_command(problem, workspace, built, exe), env=env, check=False,
-                                           start_new_session=True)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain, proc.stdout, out_b)
+                tg.start_soon(drain, proc.stderr, err_b)
+                await proc.wait()
     except TimeoutError:
         return NcuReport(ok=False, kernels=[], error=f"ncu timed out after {timeout_s:.0f} s", seconds=timeout_s)
-    out = proc.stdout.decode("utf-8", "replace")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.aclose()
+    out = out_b.decode("utf-8", "replace")
     kernels = parse_raw_csv(out)
     seconds = time.perf_counter() - t
     if proc.returncode != 0 or not kernels:
-        err = proc.stderr.decode("utf-8", "replace").strip()[-1500:] or out.strip()[-1500:]
+        err = err_b.decode("utf-8", "replace").strip()[-1500:] or out.strip()[-1500:]
         return NcuReport(ok=False, kernels=kernels, error=f"ncu exited {proc.returncode}: {err}", seconds=seconds)
     return NcuReport(ok=True, kernels=kernels, error=None, seconds=seconds)

@@ -23,8 +23,8 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
 
     warmup_calls: int = 10
     """At least this many untimed calls first."""
-    warmup_seconds: float = 0.05
-    """...and at least this long."""
+    warmup_seconds: float = 0.15
+    """...and at least this long (an idle GPU idles at a low clock and needs load to boost)."""
     min_calls: int = 30
     """Fewest timed calls."""
     max_calls: int = 1000

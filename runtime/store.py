@@ -1,0 +1,485 @@
+"""The store (DESIGN §7): one SQLite file with problems, policies, episodes and every turn and tool
+call, evaluations, baselines, curriculum and train steps.
+
+    async with Store.open(path) as store:
+        eid = await store.start_episode(problem_id, policy_version=3)
+        await store.add_turn(TurnRow(episode_id=eid, index=0, text="...", completion_ids=[...]))
+
+Writes: one writer task owns the only writing connection. Requests queue on a memory object
+stream; the writer takes what is queued (up to `max_batch`), runs it as one `BEGIN IMMEDIATE ...
+COMMIT` on a worker thread and acknowledges each request after the commit. Each request runs in
+its own SAVEPOINT, so a bad request (a constraint violated) fails alone; a failed commit (disk
+full, I/O error) fails the whole batch and nothing of it is stored. Reads use a second, read-only
+connection. The SQL lives in plain `fn(conn)` functions in runtime/store_sql.py, the row types
+and errors in runtime/store_rows.py (both re-exported here); the schema in
+runtime/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one applied.
+
+A daemon holds `<db>.lock` (flock) while the store is open, so a second daemon on the same file
+refuses. The trainer, which shares the file with a running daemon, opens with `lock=False`:
+SQLite itself serialises the two processes' write transactions (busy_timeout).
+
+Token arrays are BLOBs of little-endian int32 (ids) / float32 (logprobs); the view
+`turn_arrays` shows them as JSON.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO, Any, Generic, Protocol, TypeVar
+
+import anyio
+from anyio import to_thread
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from runtime.store_rows import (
+    CurriculumRow,
+    EpisodeDetail,
+    EpisodeRow,
+    EpisodeStatus,
+    EvaluationRow,
+    Message,
+    Origin,
+    PolicyRow,
+    ProblemRow,
+    StoreBusy,
+    StoreError,
+    StoreInUse,
+    StoreSchemaError,
+    StoreWriteFailed,
+    ToolCallRow,
+    ToolCallSpec,
+    TrainStage,
+    TrainStepRow,
+    TurnRow,
+)
+from runtime.store_sql import (
+    Conn,
+    _json,
+    connect,
+    insert_episode,
+    insert_evaluation,
+    insert_policy,
+    insert_tool_call,
+    insert_train_step,
+    insert_turn,
+    migrate,
+    migrations,
+    pack_ids,
+    pack_logprobs,
+    schema_version,
+    select_baseline,
+    select_curriculum,
+    select_episode,
+    select_episodes,
+    select_evaluations,
+    select_policies,
+    select_problems,
+    select_train_steps,
+    translate,
+    unpack_ids,
+    unpack_logprobs,
+    update_finished,
+    update_interrupted,
+    upsert_baseline,
+    upsert_curriculum,
+    upsert_problems,
+)
+from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
+from skills.results import EvalResult
+
+__all__ = [
+    # the store
+    "Store", "StoreBaselineCache", "TrajectoryStore",
+    # runtime.store_rows: row types, modes, errors
+    "CurriculumRow", "EpisodeDetail", "EpisodeRow", "EpisodeStatus", "EvaluationRow", "Message",
+    "Origin", "PolicyRow", "ProblemRow", "ToolCallRow", "ToolCallSpec", "TrainStage",
+    "TrainStepRow", "TurnRow",
+    "StoreBusy", "StoreError", "StoreInUse", "StoreSchemaError", "StoreWriteFailed",
+    # runtime.store_sql: connections, migrations, fn(conn) SQL, token arrays
+    "Conn", "connect", "migrate", "migrations", "schema_version", "translate",
+    "insert_episode", "insert_evaluation", "insert_policy", "insert_tool_call", "insert_train_step",
+    "insert_turn", "update_finished", "update_interrupted", "upsert_baseline", "upsert_curriculum",
+    "upsert_problems", "select_baseline", "select_curriculum", "select_episode", "select_episodes",
+    "select_evaluations", "select_policies", "select_problems", "select_train_steps",
+    "pack_ids", "pack_logprobs", "unpack_ids", "unpack_logprobs",
+]
+
+T = TypeVar("T")
+
+
+class TrajectoryStore(Protocol):
+    """What the episode loop needs from a store (the seam; `Store` implements it)."""
+
+    async def start_episode(self, problem_id: str, *, policy_version: int | None,
+                            origin: Origin = "rollout", trainable: bool = True) -> int: ...
+    async def add_turn(self, turn: TurnRow) -> int: ...
+    async def add_tool_call(self, call: ToolCallRow) -> int: ...
+    async def add_evaluation(self, result: EvalResult, *, episode_id: int | None,
+                             tool_call_id: int | None = None) -> int: ...
+    async def finish_episode(self, episode_id: int, status: EpisodeStatus, *, reward: float | None,
+                             trainable: bool | None = None, error: str | None = None) -> None: ...
+
+
+def _take_lock(db: Path) -> IO[str]:
+    lock_path = db.with_name(db.name + ".lock")
+    f = open(lock_path, "a+")  # held open (and locked) for the store's lifetime
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "unknown"
+        f.close()
+        raise StoreInUse(
+            f"{db} is already open for writing (by pid {holder}, lock {lock_path}); "
+            "a second daemon on the same store is refused. Stop the other one first (kagentd stop)."
+        ) from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f
+
+
+def _snapshot(fn: Callable[[Conn], T]) -> Callable[[Conn], T]:
+    """fn inside one read transaction, so its several SELECTs see one state of the file."""
+    def run(conn: Conn) -> T:
+        conn.execute("BEGIN")
+        try:
+            return fn(conn)
+        finally:
+            conn.execute("COMMIT")
+    return run
+
+
+# ---------------------------------------------------------------------------- writer task
+
+
+class _Request(Generic[T]):
+    """A write waiting for the writer. Its outcome is published only after the commit; until
+    then `error` says it was not written (what a sender sees if the writer never runs it)."""
+
+    __slots__ = ("fn", "what", "done", "result", "error")
+
+    def __init__(self, fn: Callable[[Conn], T], what: str) -> None:
+        self.fn = fn
+        self.what = what
+        self.done = anyio.Event()
+        self.result: T | None = None
+        self.error: BaseException | None = StoreError(f"{what}: not written, the store closed first")
+
+
+def _run_batch(conn: Conn, batch: list[_Request[Any]], path: Path, busy_timeout_s: float) -> None:
+    """One transaction for the whole batch; runs on a worker thread."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        outcomes = [_run_request(conn, req) for req in batch]
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:  # the transaction failed as a whole: nothing of it is stored
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error as rollback_exc:
+                exc.add_note(f"and the rollback failed too: {rollback_exc}")
+        for req in batch:
+            req.error = translate(exc, path, busy_timeout_s)
+        return
+    for req, (result, error) in zip(batch, outcomes, strict=True):
+        req.result, req.error = result, error
+
+
+def _run_request(conn: Conn, req: _Request[Any]) -> tuple[Any, BaseException | None]:
+    conn.execute("SAVEPOINT request")
+    try:
+        result = req.fn(conn)
+    except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError, sqlite3.DataError) as exc:
+        _undo(conn)  # this request's own fault (a constraint, bad input): it fails alone
+        err = StoreError(f"{req.what}: {exc}")
+        err.__cause__ = exc
+        return None, err
+    except sqlite3.Error:
+        raise  # busy, disk full, I/O, corruption: the whole transaction is lost (SQLite may have rolled it back)
+    except Exception as exc:  # e.g. a StoreError the fn raised about its arguments
+        _undo(conn)
+        return None, exc
+    conn.execute("RELEASE request")
+    return result, None
+
+
+def _undo(conn: Conn) -> None:
+    conn.execute("ROLLBACK TO request")
+    conn.execute("RELEASE request")
+
+
+class Store:
+    """The SQLite store. Open with `async with Store.open(path) as store:`."""
+
+    def __init__(self, path: Path, reader: Conn, send: MemoryObjectSendStream[_Request[Any]] | None,
+                 busy_timeout_s: float) -> None:
+        self.path = path
+        self.busy_timeout_s = busy_timeout_s
+        self._reader = reader
+        self._send = send
+        self._read_limiter = anyio.CapacityLimiter(1)
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, path: str | Path, *, readonly: bool = False, lock: bool = True,
+                   busy_timeout_s: float = 5.0, max_batch: int = 256,
+                   queue_size: int = 1024) -> AsyncIterator[Store]:
+        """Open (creating and migrating as needed). `readonly`: reads only, no lock, no writer.
+        `lock`: hold `<db>.lock` so a second daemon refuses (the trainer passes False)."""
+        path = Path(path)
+        lock_file = _take_lock(path) if lock and not readonly else None
+        writer: Conn | None = None
+        reader: Conn | None = None
+        try:
+            try:
+                if not readonly:
+                    writer = await to_thread.run_sync(lambda: connect(path, busy_timeout_s=busy_timeout_s))
+                    await to_thread.run_sync(migrate, writer, path)
+                reader = await to_thread.run_sync(lambda: connect(path, readonly=True, busy_timeout_s=busy_timeout_s))
+                _check_schema(reader, path)
+            except sqlite3.Error as exc:
+                raise translate(exc, path, busy_timeout_s) from exc
+            if writer is None:
+                yield cls(path, reader, None, busy_timeout_s)
+                return
+            send, receive = anyio.create_memory_object_stream[_Request[Any]](queue_size)
+            body_error: BaseException | None = None
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_write_loop, writer, receive, path, busy_timeout_s, max_batch)
+                with send:  # closing it lets the writer commit what is queued, then end
+                    try:
+                        yield cls(path, reader, send, busy_timeout_s)
+                    except BaseException as exc:  # re-raised below, not wrapped in an ExceptionGroup
+                        body_error = exc
+            if body_error is not None:
+                raise body_error
+        finally:
+            with anyio.CancelScope(shield=True):  # closing checkpoints the WAL: off the event loop
+                for conn in (reader, writer):
+                    if conn is not None:
+                        await to_thread.run_sync(conn.close)
+            if lock_file is not None:
+                lock_file.close()
+
+    # -- plumbing
+
+    async def write(self, fn: Callable[[Conn], T], what: str = "write") -> T:
+        """Run fn(conn) in the writer's next transaction; returns after the commit."""
+        if self._send is None:
+            raise StoreError(f"{self.path} is open read-only: {what} needs Store.open(path)")
+        req: _Request[T] = _Request(fn, what)
+        try:
+            await self._send.send(req)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise StoreError(f"{self.path}: the store is closed ({what})") from None
+        await req.done.wait()
+        if req.error is not None:
+            raise req.error
+        return req.result  # type: ignore[return-value]  # set when error is None
+
+    async def read(self, fn: Callable[[Conn], T]) -> T:
+        """Run fn(conn) on the read-only connection, inside one read transaction."""
+        return await to_thread.run_sync(_snapshot(fn), self._reader, limiter=self._read_limiter)
+
+    # -- problems and policies
+
+    async def upsert_problems(self, rows: Sequence[ProblemRow]) -> None:
+        rows = list(rows)
+        await self.write(lambda c: upsert_problems(c, rows), f"upsert_problems({len(rows)})")
+
+    async def upsert_problem(self, row: ProblemRow) -> None:
+        await self.upsert_problems([row])
+
+    async def get_problem(self, problem_id: str) -> ProblemRow | None:
+        rows = await self.read(lambda c: select_problems(c, problem_id))
+        return rows[0] if rows else None
+
+    async def list_problems(self) -> list[ProblemRow]:
+        return await self.read(select_problems)
+
+    async def add_policy(self, version: int, path: str) -> PolicyRow:
+        row = PolicyRow(version=version, path=path, created=time.time())
+        await self.write(lambda c: insert_policy(c, version, path, row.created), f"add_policy({version})")
+        return row
+
+    async def list_policies(self) -> list[PolicyRow]:
+        return await self.read(select_policies)
+
+    # -- episodes
+
+    async def start_episode(self, problem_id: str, *, policy_version: int | None,
+                            origin: Origin = "rollout", trainable: bool = True) -> int:
+        started = time.time()
+        return await self.write(
+            lambda c: insert_episode(c, problem_id, policy_version, origin, trainable, started),
+            f"start_episode({problem_id})")
+
+    async def add_turn(self, turn: TurnRow) -> int:
+        blobs = (pack_ids(turn.prompt_ids), pack_ids(turn.completion_ids), pack_logprobs(turn.logprobs))
+        return await self.write(lambda c: insert_turn(c, turn, blobs),
+                                f"add_turn(episode {turn.episode_id}, index {turn.index})")
+
+    async def add_tool_call(self, call: ToolCallRow) -> int:
+        record = None if call.record is None else _json(call.record)
+        return await self.write(lambda c: insert_tool_call(c, call, record),
+                                f"add_tool_call(turn {call.turn_id}, index {call.index})")
+
+    async def finish_episode(self, episode_id: int, status: EpisodeStatus, *, reward: float | None,
+                             trainable: bool | None = None, error: str | None = None) -> None:
+        if status == "running":
+            raise ValueError("finish_episode needs a final status, not 'running'")
+        finished = time.time()
+        await self.write(lambda c: update_finished(c, episode_id, status, reward, trainable, error, finished),
+                         f"finish_episode({episode_id})")
+
+    async def mark_interrupted_episodes(self) -> list[int]:
+        """At start-up: episodes still `running` were cut short by a crash; returns their ids."""
+        finished = time.time()
+        return await self.write(lambda c: update_interrupted(c, finished), "mark_interrupted_episodes")
+
+    async def list_episodes(self, *, status: EpisodeStatus | None = None, finished: bool | None = None,
+                            trainable: bool | None = None, problem_id: str | None = None,
+                            min_policy_version: int | None = None, after_id: int | None = None,
+                            limit: int | None = None) -> list[EpisodeRow]:
+        return await self.read(lambda c: select_episodes(
+            c, status=status, finished=finished, trainable=trainable, problem_id=problem_id,
+            min_policy_version=min_policy_version, after_id=after_id, limit=limit))
+
+    async def get_episode(self, episode_id: int) -> EpisodeDetail | None:
+        return await self.read(lambda c: select_episode(c, episode_id))
+
+    # -- evaluations and baselines
+
+    async def add_evaluation(self, result: EvalResult, *, episode_id: int | None,
+                             tool_call_id: int | None = None) -> int:
+        created = time.time()
+        return await self.write(lambda c: insert_evaluation(c, result, episode_id, tool_call_id, created),
+                                f"add_evaluation({result.problem}, {result.mode})")
+
+    async def get_baseline(self, key: BaselineKey) -> BaselineEntry | None:
+        return await self.read(lambda c: select_baseline(c, key))
+
+    async def put_baseline(self, key: BaselineKey, entry: BaselineEntry) -> None:
+        await self.write(lambda c: upsert_baseline(c, key, entry), f"put_baseline({key.text()})")
+
+    def baseline_cache(self) -> BaselineCache:
+        """A sync BaselineCache on this file, for skills.evaluate (see StoreBaselineCache)."""
+        return StoreBaselineCache(self.path, busy_timeout_s=self.busy_timeout_s)
+
+    # -- curriculum and training
+
+    async def put_curriculum(self, rows: Sequence[CurriculumRow]) -> None:
+        rows = list(rows)
+        await self.write(lambda c: upsert_curriculum(c, rows), f"put_curriculum({len(rows)})")
+
+    async def get_curriculum(self) -> list[CurriculumRow]:
+        return await self.read(select_curriculum)
+
+    async def curriculum_weights(self) -> dict[str, float]:
+        return {r.problem_id: r.weight for r in await self.get_curriculum()}
+
+    async def add_train_step(self, step: TrainStepRow) -> int:
+        return await self.write(lambda c: insert_train_step(c, step),
+                                f"add_train_step({step.run}, {step.stage}, {step.step})")
+
+    async def list_train_steps(self, run: str | None = None) -> list[TrainStepRow]:
+        return await self.read(lambda c: select_train_steps(c, run))
+
+    # -- export (runtime/store_export.py)
+
+    async def export_jsonl(self, path: str | Path, *, finished: bool | None = True,
+                           trainable: bool | None = None) -> int:
+        from runtime.store_export import export_jsonl
+        return await export_jsonl(self, Path(path), finished=finished, trainable=trainable)
+
+    async def export_parquet(self, path: str | Path, *, finished: bool | None = True,
+                             trainable: bool | None = None) -> int:
+        from runtime.store_export import export_parquet
+        return await export_parquet(self, Path(path), finished=finished, trainable=trainable)
+
+
+def _check_schema(conn: Conn, path: Path) -> None:
+    have, want = schema_version(conn), migrations()[-1][0]
+    if have != want:
+        raise StoreSchemaError(f"{path} has schema {have}, this kagent needs {want}: open it once for"
+                               " writing (Store.open / kagentd) to migrate it")
+
+
+async def _write_loop(conn: Conn, receive: MemoryObjectReceiveStream[_Request[Any]], path: Path,
+                      busy_timeout_s: float, max_batch: int) -> None:
+    limiter = anyio.CapacityLimiter(1)
+    batch: list[_Request[Any]] = []
+    try:
+        async for first in receive:
+            batch = [first]
+            while len(batch) < max_batch:
+                try:
+                    batch.append(receive.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            # Not abandoned on cancel: a started transaction always ends (commit or rollback).
+            await to_thread.run_sync(_run_batch, conn, batch, path, busy_timeout_s, limiter=limiter)
+            for req in batch:
+                req.done.set()
+            batch = []
+    finally:
+        # Cancelled or failed: answer everything not run, so no sender waits forever.
+        while True:
+            try:
+                batch.append(receive.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                break
+        receive.close()  # later sends fail at once (BrokenResourceError -> StoreError)
+        for req in batch:
+            req.done.set()
+
+
+class StoreBaselineCache:
+    """skills.baselines.BaselineCache on a store file, for sync callers.
+
+    The protocol is sync and skills.evaluate calls it on the event loop, so it cannot await the
+    writer task. It uses its own short-lived connection per call instead: SQLite serialises it
+    with the writer (WAL, busy_timeout), and because the writer runs each transaction whole on a
+    worker thread, a put never waits on the event loop it blocks. A put is rare (once per
+    problem and machine) and takes a millisecond."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 5.0) -> None:
+        self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
+
+    def get(self, key: BaselineKey) -> BaselineEntry | None:
+        try:
+            conn = connect(self.path, readonly=True, busy_timeout_s=self.busy_timeout_s)
+            try:
+                _check_schema(conn, self.path)
+                return select_baseline(conn, key)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout_s) from exc
+
+    def put(self, key: BaselineKey, entry: BaselineEntry) -> None:
+        try:
+            conn = connect(self.path, create=False, busy_timeout_s=self.busy_timeout_s)
+            try:
+                _check_schema(conn, self.path)
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    upsert_baseline(conn, key, entry)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path, self.busy_timeout_s) from exc

@@ -1,0 +1,394 @@
+"""The store's SQL as plain `fn(conn)` functions (DESIGN §7): connections and migrations,
+SQLite error translation, writes, reads, and the token-array packing. Each runs on the connection
+it is given; transactions are the caller's (runtime/store.py). The schema is in
+runtime/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one applied.
+
+Token arrays are BLOBs of little-endian int32 (ids) / float32 (logprobs); the view
+`turn_arrays` shows them as JSON.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import numpy as np
+
+from runtime.store_rows import (
+    CurriculumRow,
+    EpisodeDetail,
+    EpisodeRow,
+    EpisodeStatus,
+    EvaluationRow,
+    Message,
+    Origin,
+    PolicyRow,
+    ProblemRow,
+    StoreBusy,
+    StoreError,
+    StoreSchemaError,
+    StoreWriteFailed,
+    ToolCallRow,
+    ToolCallSpec,
+    TrainStepRow,
+    TurnRow,
+)
+from skills.baselines import BaselineEntry, BaselineKey
+from skills.results import EvalResult
+
+T = TypeVar("T")
+Conn = sqlite3.Connection
+
+
+# ------------------------------------------------------------------------------ token arrays
+
+
+def pack_ids(ids: Sequence[int] | None) -> bytes | None:
+    """Token ids as a little-endian int32 BLOB."""
+    return None if ids is None else np.asarray(ids, dtype="<i4").tobytes()
+
+
+def pack_logprobs(values: Sequence[float] | None) -> bytes | None:
+    """Logprobs as a little-endian float32 BLOB."""
+    return None if values is None else np.asarray(values, dtype="<f4").tobytes()
+
+
+def unpack_ids(blob: bytes | None) -> list[int] | None:
+    return None if blob is None else np.frombuffer(blob, dtype="<i4").tolist()
+
+
+def unpack_logprobs(blob: bytes | None) -> list[float] | None:
+    return None if blob is None else np.frombuffer(blob, dtype="<f4").tolist()
+
+
+# ------------------------------------------------------------------- connections, migrations
+
+
+def connect(path: Path, *, readonly: bool = False, create: bool = True, busy_timeout_s: float = 5.0) -> Conn:
+    """A connection with the store's pragmas; autocommit (transactions are explicit)."""
+    mode = "ro" if readonly else "rwc" if create else "rw"
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, isolation_level=None,
+                           check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a crash loses nothing committed; power loss at most the last commits
+    return conn
+
+
+def migrations() -> list[tuple[int, str]]:
+    """(number, sql) of runtime/migrations/NNNN_name.sql, in order; numbers run 1..N."""
+    found: list[tuple[int, str]] = []
+    for entry in (importlib.resources.files("runtime") / "migrations").iterdir():
+        m = re.fullmatch(r"(\d{4})_\w+\.sql", entry.name)
+        if m:
+            found.append((int(m[1]), entry.read_text(encoding="utf-8")))
+    found.sort()
+    if [n for n, _ in found] != list(range(1, len(found) + 1)):
+        raise StoreSchemaError(f"migrations must be numbered 0001.. without gaps, found {[n for n, _ in found]}")
+    return found
+
+
+def _statements(sql: str) -> Iterator[str]:
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            yield buf
+            buf = ""
+    if any(ln.strip() and not ln.strip().startswith("--") for ln in buf.splitlines()):
+        raise StoreSchemaError(f"migration ends inside a statement: {buf.strip()[:80]!r}")
+
+
+def migrate(conn: Conn, path: Path) -> int:
+    """Bring the file to the latest schema (WAL on); each migration is one transaction."""
+    if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
+        raise StoreSchemaError(f"{path}: could not switch the database to WAL mode")
+    todo = migrations()
+    latest = todo[-1][0]
+    current: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > latest:
+        raise StoreSchemaError(f"{path} has schema {current}, newer than this kagent knows ({latest}); upgrade kagent")
+    for number, sql in todo[current:]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated between our read and our lock.
+            if conn.execute("PRAGMA user_version").fetchone()[0] < number:
+                for stmt in _statements(sql):
+                    conn.execute(stmt)
+                conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return latest
+
+
+def schema_version(conn: Conn) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def translate(exc: BaseException, path: Path, busy_timeout_s: float) -> BaseException:
+    """A clear StoreError for SQLite's operational failures; other exceptions pass unchanged."""
+    if not isinstance(exc, sqlite3.Error):
+        return exc
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    name = getattr(exc, "sqlite_errorname", "")
+    err: StoreError
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        err = StoreBusy(f"{path}: the database stayed locked by another connection for more than "
+                        f"{busy_timeout_s:g} s ({name}: {exc}); nothing was written")
+    elif code == sqlite3.SQLITE_FULL:
+        err = StoreWriteFailed(f"{path}: disk full ({name}: {exc}); the transaction was rolled back, "
+                               "nothing of it was written. Free space and retry.")
+    elif code == sqlite3.SQLITE_CANTOPEN:
+        err = StoreError(f"{path}: cannot open the database ({name}: {exc}); does it exist, and may"
+                         " this user read it?")
+    elif code == sqlite3.SQLITE_IOERR:
+        err = StoreWriteFailed(f"{path}: I/O error ({name}: {exc}); the transaction was rolled back "
+                               "(disk full or failing?)")
+    else:
+        err = StoreError(f"{path}: {name or 'sqlite error'}: {exc}")
+    err.__cause__ = exc
+    return err
+
+
+# ------------------------------------------------------------------------------------ writes
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def upsert_problems(conn: Conn, rows: Sequence[ProblemRow]) -> None:
+    now = time.time()
+    conn.executemany(
+        "INSERT INTO problems (id, name, level, source, path, precision, tier, code, manifest, added, updated)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+        " name = excluded.name, level = excluded.level, source = excluded.source,"
+        " path = coalesce(excluded.path, path), precision = excluded.precision, tier = excluded.tier,"
+        " code = coalesce(excluded.code, code), manifest = coalesce(excluded.manifest, manifest),"
+        " updated = excluded.updated",
+        [(r.id, r.name, r.level, r.source, r.path, r.precision, r.tier, r.code, r.manifest, now, now)
+         for r in rows])
+
+
+def insert_policy(conn: Conn, version: int, path: str, created: float) -> None:
+    conn.execute("INSERT INTO policies (version, path, created) VALUES (?, ?, ?)", (version, path, created))
+
+
+def insert_episode(conn: Conn, problem_id: str, policy_version: int | None, origin: Origin,
+                   trainable: bool, started: float) -> int:
+    if conn.execute("SELECT 1 FROM problems WHERE id = ?", (problem_id,)).fetchone() is None:
+        raise StoreError(f"unknown problem {problem_id!r}: add it with upsert_problem first")
+    cur = conn.execute("INSERT INTO episodes (problem_id, policy_version, origin, trainable, started)"
+                       " VALUES (?, ?, ?, ?, ?)", (problem_id, policy_version, origin, trainable, started))
+    return int(cur.lastrowid or 0)
+
+
+def insert_turn(conn: Conn, t: TurnRow, blobs: tuple[bytes | None, bytes | None, bytes | None]) -> int:
+    cur = conn.execute(
+        "INSERT INTO turns (episode_id, idx, policy_version, messages, prompt_prefix, prompt_ids,"
+        " completion_ids, logprobs, sampling, finish_reason, text, tool_calls, prompt_tokens,"
+        " completion_tokens, duration, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (t.episode_id, t.index, t.policy_version, _json(t.messages), t.prompt_prefix, *blobs,
+         _json(t.sampling), t.finish_reason, t.text, _json(t.tool_calls), t.prompt_tokens,
+         t.completion_tokens, t.duration, t.created))
+    return int(cur.lastrowid or 0)
+
+
+def insert_tool_call(conn: Conn, c: ToolCallRow, record: str | None) -> int:
+    cur = conn.execute(
+        "INSERT INTO tool_calls (turn_id, episode_id, idx, call_id, skill, args, ok, result, record,"
+        " duration, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (c.turn_id, c.episode_id, c.index, c.call_id, c.skill, c.args, c.ok, c.result, record,
+         c.duration, c.created))
+    return int(cur.lastrowid or 0)
+
+
+def update_finished(conn: Conn, episode_id: int, status: EpisodeStatus, reward: float | None,
+                    trainable: bool | None, error: str | None, finished: float) -> None:
+    cur = conn.execute(
+        "UPDATE episodes SET status = ?, reward = ?, trainable = coalesce(?, trainable), error = ?,"
+        " finished = ?,"
+        " policy_seconds = (SELECT coalesce(sum(duration), 0) FROM turns WHERE episode_id = episodes.id),"
+        " tool_seconds = (SELECT coalesce(sum(duration), 0) FROM tool_calls WHERE episode_id = episodes.id)"
+        " WHERE id = ? AND status = 'running'",
+        (status, reward, trainable, error, finished, episode_id))
+    if cur.rowcount == 0:
+        row = conn.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        raise StoreError(f"episode {episode_id} does not exist" if row is None
+                         else f"episode {episode_id} already ended ({row[0]})")
+
+
+def update_interrupted(conn: Conn, finished: float) -> list[int]:
+    ids = [r[0] for r in conn.execute("SELECT id FROM episodes WHERE status = 'running' ORDER BY id")]
+    conn.execute("UPDATE episodes SET status = 'interrupted', finished = ?, error = 'the daemon stopped"
+                 " while the episode ran' WHERE status = 'running'", (finished,))
+    return ids
+
+
+def insert_evaluation(conn: Conn, r: EvalResult, episode_id: int | None, tool_call_id: int | None,
+                      created: float) -> int:
+    # An evaluation outside the daemon may grade a problem it never listed.
+    conn.execute("INSERT INTO problems (id, name, source, precision, added, updated)"
+                 " VALUES (?, ?, 'evaluation', ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                 (r.problem_id, r.problem, r.precision, created, created))
+    speed = {s.baseline: s.value for s in r.speedups}
+    cur = conn.execute(
+        "INSERT INTO evaluations (episode_id, tool_call_id, problem_id, mode, backend, compiled, correct,"
+        " stage, flags, reward, reward_fn, candidate_us, speedup_eager, speedup_compile, device,"
+        " torch_version, precision, seconds, result, created)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (episode_id, tool_call_id, r.problem_id, r.mode, r.backend, r.compiled, r.correct, r.stage,
+         _json([f.name for f in r.flags]), r.reward, r.reward_fn,
+         r.candidate.per_call_us.median if r.candidate else None, speed.get("eager"),
+         speed.get("compile"), r.gpu, r.torch_version, r.precision, r.stages.total, _json(r), created))
+    return int(cur.lastrowid or 0)
+
+
+def upsert_baseline(conn: Conn, key: BaselineKey, entry: BaselineEntry) -> None:
+    conn.execute(
+        "INSERT INTO baselines (problem_id, device, torch_version, precision, sizes, entry, measured_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry,"
+        " measured_at = excluded.measured_at",
+        (key.problem_id, key.device, key.torch_version, key.precision, key.sizes, _json(entry),
+         entry.measured_at))
+
+
+def upsert_curriculum(conn: Conn, rows: Sequence[CurriculumRow]) -> None:
+    conn.executemany(
+        "INSERT INTO curriculum (problem_id, tier, attempts, successes, mean_reward, recent_success,"
+        " weight, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (problem_id) DO UPDATE SET"
+        " tier = excluded.tier, attempts = excluded.attempts, successes = excluded.successes,"
+        " mean_reward = excluded.mean_reward, recent_success = excluded.recent_success,"
+        " weight = excluded.weight, updated = excluded.updated",
+        [(r.problem_id, r.tier, r.attempts, r.successes, r.mean_reward, r.recent_success, r.weight,
+          r.updated) for r in rows])
+
+
+def insert_train_step(conn: Conn, s: TrainStepRow) -> int:
+    cur = conn.execute(
+        "INSERT INTO train_steps (run, stage, step, policy_version, episodes, metrics, created)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (s.run, s.stage, s.step, s.policy_version, _json(s.episodes), _json(s.metrics), s.created))
+    return int(cur.lastrowid or 0)
+
+
+# ------------------------------------------------------------------------------------- reads
+
+_EPISODE_COLS = ("id, problem_id, policy_version, origin, status, reward, trainable, started, finished,"
+                 " policy_seconds, tool_seconds, error")
+_PROBLEM_COLS = "id, name, source, level, path, precision, tier, code, manifest"
+
+
+def _row(cur: sqlite3.Cursor, values: tuple[Any, ...]) -> dict[str, Any]:
+    return {d[0]: v for d, v in zip(cur.description, values, strict=True)}
+
+
+def _rows(cur: sqlite3.Cursor, typ: type[T]) -> list[T]:
+    return [msgspec.convert(_row(cur, v), typ, strict=False) for v in cur.fetchall()]
+
+
+def select_episodes(conn: Conn, *, status: EpisodeStatus | None = None, finished: bool | None = None,
+                    trainable: bool | None = None, problem_id: str | None = None,
+                    min_policy_version: int | None = None, after_id: int | None = None,
+                    limit: int | None = None) -> list[EpisodeRow]:
+    where, args = [], []
+    for cond, value in (("status = ?", status), ("trainable = ?", trainable),
+                        ("problem_id = ?", problem_id), ("policy_version >= ?", min_policy_version),
+                        ("id > ?", after_id)):
+        if value is not None:
+            where.append(cond)
+            args.append(value)
+    if finished is not None:
+        where.append("status != 'running'" if finished else "status = 'running'")
+    sql = f"SELECT {_EPISODE_COLS} FROM episodes"
+    sql += f" WHERE {' AND '.join(where)}" if where else ""
+    sql += " ORDER BY id" + (f" LIMIT {int(limit)}" if limit is not None else "")
+    return _rows(conn.execute(sql, args), EpisodeRow)
+
+
+def _turn(d: dict[str, Any]) -> TurnRow:
+    return TurnRow(
+        id=d["id"], episode_id=d["episode_id"], index=d["idx"], policy_version=d["policy_version"],
+        messages=msgspec.json.decode(d["messages"], type=list[Message]), prompt_prefix=d["prompt_prefix"],
+        prompt_ids=unpack_ids(d["prompt_ids"]), completion_ids=unpack_ids(d["completion_ids"]),
+        logprobs=unpack_logprobs(d["logprobs"]), sampling=msgspec.json.decode(d["sampling"]),
+        finish_reason=d["finish_reason"], text=d["text"],
+        tool_calls=msgspec.json.decode(d["tool_calls"], type=list[ToolCallSpec]),
+        prompt_tokens=d["prompt_tokens"], completion_tokens=d["completion_tokens"],
+        duration=d["duration"], created=d["created"])
+
+
+def _tool_call(d: dict[str, Any]) -> ToolCallRow:
+    record = None if d["record"] is None else msgspec.json.decode(d["record"])
+    return ToolCallRow(id=d["id"], turn_id=d["turn_id"], episode_id=d["episode_id"], index=d["idx"],
+                       call_id=d["call_id"], skill=d["skill"], args=d["args"], ok=bool(d["ok"]),
+                       result=d["result"], record=record, duration=d["duration"], created=d["created"])
+
+
+def select_evaluations(conn: Conn, episode_id: int) -> list[EvaluationRow]:
+    cur = conn.execute("SELECT id, episode_id, tool_call_id, created, result FROM evaluations"
+                       " WHERE episode_id = ? ORDER BY id", (episode_id,))
+    return [EvaluationRow(id=i, episode_id=e, tool_call_id=t, created=c,
+                          result=msgspec.json.decode(r, type=EvalResult)) for i, e, t, c, r in cur]
+
+
+def select_episode(conn: Conn, episode_id: int) -> EpisodeDetail | None:
+    """The episode with its turns, tool calls and evaluations (call inside one read transaction)."""
+    cur = conn.execute(f"SELECT {_EPISODE_COLS} FROM episodes WHERE id = ?", (episode_id,))
+    episodes = _rows(cur, EpisodeRow)
+    if not episodes:
+        return None
+    cur = conn.execute(f"SELECT {_PROBLEM_COLS} FROM problems WHERE id = ?", (episodes[0].problem_id,))
+    problem = _rows(cur, ProblemRow)[0]
+    cur = conn.execute("SELECT id, episode_id, idx, policy_version, messages, prompt_prefix, prompt_ids,"
+                       " completion_ids, logprobs, sampling, finish_reason, text, tool_calls,"
+                       " prompt_tokens, completion_tokens, duration, created FROM turns"
+                       " WHERE episode_id = ? ORDER BY idx", (episode_id,))
+    turns = [_turn(_row(cur, v)) for v in cur.fetchall()]
+    cur = conn.execute("SELECT c.id, c.turn_id, c.episode_id, c.idx, c.call_id, c.skill, c.args, c.ok,"
+                       " c.result, c.record, c.duration, c.created FROM tool_calls c"
+                       " JOIN turns t ON t.id = c.turn_id WHERE c.episode_id = ? ORDER BY t.idx, c.idx",
+                       (episode_id,))
+    calls = [_tool_call(_row(cur, v)) for v in cur.fetchall()]
+    return EpisodeDetail(episode=episodes[0], problem=problem, turns=turns, tool_calls=calls,
+                         evaluations=select_evaluations(conn, episode_id))
+
+
+def select_baseline(conn: Conn, key: BaselineKey) -> BaselineEntry | None:
+    row = conn.execute("SELECT entry FROM baselines WHERE problem_id = ? AND device = ? AND"
+                       " torch_version = ? AND precision = ? AND sizes = ?",
+                       (key.problem_id, key.device, key.torch_version, key.precision, key.sizes)).fetchone()
+    return None if row is None else msgspec.json.decode(row[0], type=BaselineEntry)
+
+
+def select_problems(conn: Conn, problem_id: str | None = None) -> list[ProblemRow]:
+    where = " WHERE id = ?" if problem_id is not None else ""
+    return _rows(conn.execute(f"SELECT {_PROBLEM_COLS} FROM problems{where} ORDER BY name",
+                              () if problem_id is None else (problem_id,)), ProblemRow)
+
+
+def select_policies(conn: Conn) -> list[PolicyRow]:
+    return _rows(conn.execute("SELECT version, path, created FROM policies ORDER BY version"), PolicyRow)
+
+
+def select_curriculum(conn: Conn) -> list[CurriculumRow]:
+    return _rows(conn.execute("SELECT problem_id, tier, attempts, successes, mean_reward, recent_success,"
+                              " weight, updated FROM curriculum ORDER BY problem_id"), CurriculumRow)
+
+
+def select_train_steps(conn: Conn, run: str | None = None) -> list[TrainStepRow]:
+    cur = conn.execute("SELECT id, run, stage, step, policy_version, episodes, metrics, created"
+                       " FROM train_steps WHERE ? IS NULL OR run = ? ORDER BY id", (run, run))
+    return [TrainStepRow(id=i, run=r, stage=s, step=n, policy_version=p,
+                         episodes=msgspec.json.decode(e, type=list[int]),
+                         metrics=msgspec.json.decode(m, type=dict[str, float]), created=c)
+            for i, r, s, n, p, e, m, c in cur]
