@@ -22,15 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
 from skills.evaluate import EvalConfig, candidate_command, make_scratch, worker_env  # noqa: E402
-from skills.sandbox import clean_env  # noqa: E402
+from skills.sandbox import clean_env, process_ids  # noqa: E402
 
 
 def _time(cmd: list[str], env: dict[str, str], run_as: int | None, repeats: int) -> list[float]:
-    ids = {"user": run_as, "group": run_as, "extra_groups": []} if run_as is not None else {}
     out = []
     for _ in range(repeats):
         t = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, capture_output=True, **ids)  # type: ignore[call-overload]
+        subprocess.run(cmd, env=env, check=True, capture_output=True, **process_ids(run_as))  # type: ignore[call-overload]
         out.append(time.perf_counter() - t)
     return out
 

@@ -21,6 +21,7 @@ from skills.build import BuildConfig, BuildResult
 from skills.evaluate import (
     EvalConfig,
     build_workspace,
+    candidate_env,
     evaluate,
     fill_scratch,
     make_scratch,
@@ -30,7 +31,7 @@ from skills.evaluate import (
 from skills.ncu import NcuReport, find_ncu, format_report, ncu_command, run_ncu
 from skills.report import format_build, format_result
 from skills.results import EvalResult, Mode
-from skills.sandbox import SandboxUnavailable, clean_env, rlimits_spec
+from skills.sandbox import SandboxUnavailable
 from skills.static_check import check_workspace
 
 
@@ -76,8 +77,7 @@ class Evaluator:
                 cmd = sandbox_cmd(self.config, scratch, ncu_command(problem, scratch.workspace, scratch.lib, built, exe))
             except SandboxUnavailable as exc:
                 return NcuReport(ok=False, kernels=[], error=str(exc), seconds=0.0)
-            env = clean_env(worker_env(self.config, scratch.root)) | {
-                "KAGENT_RLIMITS": rlimits_spec(self.config.sandbox, self.config.backend)}
+            env = candidate_env(self.config, worker_env(self.config, scratch.root))
             return await run_ncu(cmd, env=env, run_as=scratch.run_as)
         finally:
             await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)

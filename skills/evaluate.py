@@ -96,10 +96,15 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """Tail of the candidate's stdout/stderr kept in the result."""
     build: BuildConfig | None = None
     """Build settings; None derives them from the backend."""
+    static_checks: bool = True
+    """Run the static checks (turned off only by tests of the runtime defences behind them)."""
     sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
     """How candidate workers are confined (bubblewrap + rlimits)."""
     gpu_memory_fraction: float = 0.45
     """Cap on the candidate's torch allocations, as a fraction of the GPU (the judge holds the rest)."""
+    max_bandwidth_gbs: float | None = None
+    """Fastest memory any call could read at (GB/s) for the timing floor; None: 10,000 on cuda,
+    500 on cpu (beyond any current device, so only impossible timings are flagged)."""
     torch_extensions_dir: str | None = None
     """Where load_inline solutions build (shared cache); None gives each evaluation a fresh one."""
 
@@ -137,6 +142,8 @@ def _timing_result(samples: P.Samples) -> TimingResult:
 
 def speedup(baseline: str, base: TimingResult, cand: TimingResult, margin: float) -> Speedup:
     b, c = base.per_call_us, cand.per_call_us
+    if min(c.low, c.median, c.high) <= 0:  # impossible timings (flagged by floor_check)
+        return Speedup(baseline=baseline, value=0.0, low=0.0, high=0.0, faster=False)
     low = b.low / c.high
     return Speedup(baseline=baseline, value=b.median / c.median, low=low, high=b.high / c.low, faster=low > 1.0 + margin)
 
@@ -272,7 +279,7 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
     if not await anyio.Path(ws / "model_new.py").is_file():
         state.error = "model_new.py does not exist: write it with write_file"
         return finish(state)
-    flags = await anyio.to_thread.run_sync(check_workspace, ws)
+    flags = await anyio.to_thread.run_sync(check_workspace, ws) if cfg.static_checks else []
     if flags:
         state.flags += flags
         state.error = "static checks of model_new.py and kernels/ failed (see the flags)"
@@ -322,11 +329,19 @@ async def start_slot(cfg: EvalConfig) -> Slot:
         raise
     nonce = secrets.token_hex(16)
     env = worker_env(cfg, scratch.root)
-    cand_env = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
+    cand_env = candidate_env(cfg, env)
     judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce)
     cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
                               log_chars=cfg.log_chars, run_as=scratch.run_as)
     return Slot(scratch, judge, cand, nonce)
+
+
+def candidate_env(cfg: EvalConfig, env: dict[str, str]) -> dict[str, str]:
+    """The allowlisted environment, the rlimits, and the sandbox's sized private /tmp as TMPDIR."""
+    out = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
+    if cfg.sandbox.mode == "bwrap" and sandbox_available(cfg.sandbox):
+        out["TMPDIR"] = "/tmp"
+    return out
 
 
 def candidate_command(cfg: EvalConfig, scratch: Scratch) -> list[str]:
@@ -344,7 +359,7 @@ def sandbox_cmd(cfg: EvalConfig, scratch: Scratch, cmd: list[str]) -> list[str]:
             os.chown(ext_dir, scratch.run_as, scratch.run_as)
     return sandbox_wrap(cmd, cfg=cfg.sandbox,
                         readable=[root / "exchange", root / "lib", scratch.workspace],
-                        writable=[root / "out", root / "tmp", ext_dir], cwd=scratch.workspace,
+                        writable=[root / "out", ext_dir], cwd=scratch.workspace,
                         gpu=cfg.backend == "cuda")
 
 
@@ -418,8 +433,9 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     timed = await cand.expect(P.CandTiming, cfg.timeout_timing_s, "timing")
     await cand.close()  # free its memory and the GPU before baselines run
     state.times.timing = time.perf_counter() - t
-    state.flags += timed.flags + spot_check(timed, ready, cfg.n_sets) + sync_check(timed.samples)
     state.candidate = _timing_result(timed.samples)
+    state.flags += (timed.flags + spot_check(timed, ready, cfg.n_sets) + sync_check(timed.samples)
+                    + floor_check(state.candidate, ready.read_bytes, cfg))
 
     t = time.perf_counter()
     state.stage = "baseline"
@@ -543,6 +559,17 @@ class WarmPool:
     async def wait_full(self) -> None:
         """Until every slot is started (e.g. before a latency measurement)."""
         await self._full.wait()
+
+
+def floor_check(cand: TimingResult, read_bytes: int, cfg: EvalConfig) -> list[Flag]:
+    """A call cannot beat reading its inputs and weights once from memory (the cache is flushed)."""
+    gbs = cfg.max_bandwidth_gbs or (10_000.0 if cfg.backend == "cuda" else 500.0)
+    floor_us = read_bytes / (gbs * 1e3)
+    if cand.per_call_us.median > floor_us and cand.per_call_us.median > 0:
+        return []
+    return [Flag(name="implausible_timing",
+                 detail=f"measured {cand.per_call_us.median:.3g} us per call, but reading its {read_bytes} input"
+                        f" bytes takes at least {floor_us:.3g} us at {gbs:.0f} GB/s: the clock was tampered with")]
 
 
 def unsynchronized_work(samples: P.Samples) -> float:

@@ -18,6 +18,7 @@ import anyio.abc
 import msgspec
 
 from skills.build import BuildResult
+from skills.sandbox import process_ids
 
 STALL_REASONS = (
     "long_scoreboard", "short_scoreboard", "barrier", "membar", "mio_throttle", "lg_throttle",
@@ -154,8 +155,7 @@ def find_ncu(ncu: str | None = None) -> str | None:
 async def run_ncu(cmd: list[str], *, env: dict[str, str], run_as: int | None, timeout_s: float = 300.0) -> NcuReport:
     """Run an ncu command line (already wrapped in the sandbox); its process group dies on timeout."""
     t = time.perf_counter()
-    ids: dict[str, object] = {"user": run_as, "group": run_as, "extra_groups": []} if run_as is not None else {}
-    proc = await anyio.open_process(cmd, env=env, start_new_session=True, **ids)  # type: ignore[arg-type]
+    proc = await anyio.open_process(cmd, env=env, start_new_session=True, **process_ids(run_as))  # type: ignore[arg-type]
     out_b, err_b = bytearray(), bytearray()
 
     async def drain(stream: anyio.abc.ByteReceiveStream | None, buf: bytearray) -> None:

@@ -48,8 +48,10 @@ class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
     """RLIMIT_NPROC headroom above the user's current process count (threads count too)."""
     max_open_files: int = 1024
     """RLIMIT_NOFILE."""
-    max_file_bytes: int = 8 * 2**30
-    """RLIMIT_FSIZE: largest file the worker may write."""
+    max_file_bytes: int = 4 * 2**30
+    """RLIMIT_FSIZE: largest file the worker may write (its outputs file included)."""
+    tmp_bytes: int = 2**30
+    """Size of the private /tmp (a tmpfs: RAM) the candidate gets as TMPDIR."""
     max_cpu_seconds: int = 1800
     """RLIMIT_CPU: CPU seconds (all threads) before SIGXCPU/SIGKILL."""
     max_address_bytes: int = 32 * 2**30
@@ -93,7 +95,8 @@ def wrap(cmd: list[str], *, cfg: SandboxConfig, readable: list[Path], writable: 
                 " bubblewrap), or for code you trust set KAGENT_UNSAFE_NO_SANDBOX=1 (kagent eval"
                 " --unsafe-no-sandbox, SandboxConfig(allow_unsafe=True)).")
         return cmd
-    args = [cfg.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+    args = [cfg.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--size", str(cfg.tmp_bytes), "--tmpfs", "/tmp",
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
             "--uid", "65534", "--gid", "65534", "--die-with-parent", "--new-session"]
     if gpu:
@@ -133,6 +136,11 @@ def _inside(parent: Path, child: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+def process_ids(run_as: int | None) -> dict[str, object]:
+    """Keyword arguments for subprocess/anyio.open_process that run a child as uid=gid=run_as."""
+    return {"user": run_as, "group": run_as, "extra_groups": []} if run_as is not None else {}
 
 
 def rlimits_spec(cfg: SandboxConfig, backend: str) -> str:

@@ -23,7 +23,7 @@ FORBIDDEN_MODULES = {
     "pickle": "deserialising objects", "marshal": "code objects", "shutil": "file operations",
     "pathlib": "file access", "io": "file access", "tempfile": "file access", "time": "clock access",
     "traceback": "introspection", "atexit": "exit hooks", "weakref": "object tracking", "mmap": "raw memory",
-    "resource": "process limits", "model": "the reference problem",
+    "resource": "process limits", "model": "the reference problem", "operator": "attribute getters",
 }
 OS_ALLOWED = {"environ", "path", "getenv"}
 BANNED_CALLS = {"open": "file access", "exec": "dynamic code", "eval": "dynamic code", "compile": "dynamic code",
@@ -34,12 +34,23 @@ BANNED_CALLS = {"open": "file access", "exec": "dynamic code", "eval": "dynamic 
 TORCH_ALLOWED = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "device", "Size",
                  "is_tensor", "no_grad", "get_default_dtype", "finfo", "iinfo"}
 STREAM_CALLS = {"Stream", "stream", "ExternalStream", "set_stream"}
+# Attribute names that reach interpreter internals (modules, frames, globals, closures, defaults):
+# `os.path.sys.modules[...]` or `f.__globals__` would let code patch the harness's clock.
+BANNED_ATTRS = {"sys", "modules", "__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__",
+                "__closure__", "__defaults__", "__kwdefaults__", "__getattribute__", "__setattr__",
+                "__import__", "__loader__", "__spec__", "__bases__", "__mro__", "f_globals", "f_locals",
+                "f_back", "gi_frame", "cr_frame", "tb_frame", "_get_dispatch_mode", "_C"}
 
 CPP_RULES: list[tuple[re.Pattern[str], str, str]] = [
-    (re.compile(r"\bstd\s*::\s*(thread|async|jthread)\b|\bpthread_create\b|#\s*include\s*<\s*(thread|future)\s*>"),
+    (re.compile(r"\bstd\s*::\s*(thread|async|jthread)\b|\bpthread_create\b|"
+                r"#\s*include\s*<\s*(thread|future|bits/std_thread\.h|bits/std_async\.h|pthread\.h)\s*>"),
      "threads", "kernels may not start threads: work must finish inside the call"),
-    (re.compile(r"\b(fork|vfork|execv|execve|execvp|system|popen|posix_spawn)\s*\("),
+    (re.compile(r"##"),
+     "token_pasting", "preprocessor token pasting (##) can spell identifiers the checks look for; write names out"),
+    (re.compile(r"\b(fork|vfork|clone|clone3|execv\w*|execl\w*|system|popen|posix_spawn\w*)\b"),
      "processes", "kernels may not start processes"),
+    (re.compile(r"\b(syscall|socket|connect|sendto|sendmsg|getaddrinfo)\s*\("),
+     "syscalls_network", "kernels may not make raw system calls or network connections"),
     (re.compile(r"\bcudaStreamCreate\w*\s*\(|\bcudaStreamPerThread\b|\bcudaStreamLegacy\b"),
      "stream_creation", "launch on the default stream; extra streams escape the caller's stream order"),
     (re.compile(r"\baccessPolicyWindow\b|\bcudaLimitPersistingL2CacheSize\b|\bcudaAccessPropertyPersisting\b"),
@@ -49,7 +60,8 @@ CPP_RULES: list[tuple[re.Pattern[str], str, str]] = [
                 r"cuda\s*::\s*getCurrentCUDAStream\b)(matmul|mm|bmm|addmm|conv\w*|linear|softmax|relu|gelu|sigmoid|"
                 r"tanh|sum|mean|exp|log|add|sub|mul|div|layer_norm|batch_norm|einsum|cumsum|max|min)\s*\("),
      "torch_fallback", "C++ calls into torch/ATen compute ops; write the computation in your own kernels"),
-    (re.compile(r"\b(fopen|open|ifstream|ofstream|opendir|readlink|dlopen)\s*\("),
+    (re.compile(r"\b(fopen|fopen64|freopen|open|open64|openat|openat2|creat|ifstream|ofstream|fstream|opendir|"
+                r"fdopendir|readlink|dlopen|mmap)\s*\("),
      "file_access", "kernels may not open files or libraries"),
     (re.compile(r"\b(clock_gettime|gettimeofday|rdtsc|__rdtsc|std\s*::\s*chrono)\b"),
      "clock_access", "kernels may not read host clocks"),
@@ -153,11 +165,26 @@ class _PyChecker(ast.NodeVisitor):
                 self.flag("tampering", node, f"assigns to {path}: patching torch or the harness is not allowed")
         self.generic_visit(node)
 
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in BANNED_ATTRS:
+            self.flag("introspection", node, f"accesses .{node.attr}: interpreter internals are off limits")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in ("__builtins__", "__import__", "__loader__", "__spec__"):
+            self.flag("introspection", node, f"uses {node.id}: interpreter internals are off limits")
+
     def visit_Call(self, node: ast.Call) -> None:
         path = self._path(node.func) or ""
         leaf = path.rsplit(".", 1)[-1]
         if isinstance(node.func, ast.Name) and node.func.id in BANNED_CALLS and node.func.id not in self.aliases:
             self.flag("forbidden_call", node, f"calls {node.func.id}() ({BANNED_CALLS[node.func.id]} is not allowed)")
+        if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2:
+            name = node.args[1]
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                self.flag("introspection", node, f"{node.func.id}() with a computed name: spell the attribute out")
+            elif name.value in BANNED_ATTRS or name.value.startswith("__"):
+                self.flag("introspection", node, f"{node.func.id}(..., {name.value!r}): interpreter internals are off limits")
         if path.startswith("os.") and path.split(".")[1] not in OS_ALLOWED:
             self.flag("forbidden_call", node, f"calls {path} (only os.environ and os.path are allowed)")
         if path.startswith("torch.cuda.") and leaf in STREAM_CALLS:

@@ -17,6 +17,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from skills.harness import protocol as P
 from skills.results import Flag
+from skills.sandbox import process_ids
 
 T = TypeVar("T")
 
@@ -60,9 +61,9 @@ class Worker:
     @classmethod
     async def start(cls, name: str, cmd: list[str], env: dict[str, str], nonce: str, *,
                     cwd: str | None = None, log_chars: int = 4000, run_as: int | None = None) -> Worker:
-        ids: dict[str, object] = {"user": run_as, "group": run_as, "extra_groups": []} if run_as is not None else {}
         proc = await anyio.open_process(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env=env, cwd=cwd, start_new_session=True, **ids)  # type: ignore[arg-type]
+                                        env=env, cwd=cwd, start_new_session=True,
+                                        **process_ids(run_as))  # type: ignore[arg-type]
         return cls(name, proc, nonce, log_chars)
 
     async def drain_stderr(self) -> None:

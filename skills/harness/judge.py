@@ -105,8 +105,13 @@ class Judge:
             nonce=self.start.nonce, name=self.loaded.problem.name, problem_id=self.loaded.problem.id,
             precision=self.precision, n_outputs=len(all_refs[0]), sample_positions=positions,
             samples=samples, gpu=props.name if props else None, torch_version=str(torch.__version__),
-            l2_bytes=int(props.L2_cache_size) if props else 0,
+            l2_bytes=int(props.L2_cache_size) if props else 0, read_bytes=self._read_bytes(),
         )
+
+    def _read_bytes(self) -> int:
+        tensors = [a for a in self.sets[0] if isinstance(a, torch.Tensor)] if self.sets else []
+        tensors += [t for t in self.state.values() if isinstance(t, torch.Tensor)]
+        return sum(t.numel() * t.element_size() for t in tensors)
 
     def _refuse_degenerate(self) -> None:
         """Rows 12-13 of EXPLOITS.md: a problem whose output ignores its inputs or is ~0 is refused."""

@@ -75,6 +75,8 @@ class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
     gpu: str | None
     torch_version: str
     l2_bytes: int
+    read_bytes: int = 0
+    """Bytes one call must read from memory at least (inputs, parameters, buffers): a timing floor."""
 
 
 class CompareRequest(msgspec.Struct, tag=True, kw_only=True):
