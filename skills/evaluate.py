@@ -47,7 +47,7 @@ from skills.results import (
 )
 from skills.reward import get_reward_fn
 from skills.sandbox import SandboxConfig, SandboxUnavailable, clean_env, needed_roots, rlimits_spec
-from skills.sandbox import available as sandbox_available
+from skills.sandbox import active as sandbox_active
 from skills.sandbox import wrap as sandbox_wrap
 from skills.static_check import check_workspace
 from skills.stats import coefficient_of_variation, median_interval
@@ -223,7 +223,7 @@ def fill_scratch(scratch: Scratch, ws: Path, built: BuildResult | None) -> None:
 
 
 def describe_sandbox(sandbox: SandboxConfig, scratch: Scratch) -> str:
-    if sandbox.mode == "none" or not sandbox_available(sandbox):
+    if not sandbox_active(sandbox):
         return "none (unsafe)"
     if scratch.run_as is not None:
         return "bwrap as nobody"
@@ -234,7 +234,7 @@ def describe_sandbox(sandbox: SandboxConfig, scratch: Scratch) -> str:
 
 def candidate_uid(sandbox: SandboxConfig) -> int | None:
     """As root, candidates run as nobody (65534) so rlimits bind; only if they can read the project."""
-    if os.geteuid() != 0 or sandbox.mode != "bwrap" or not sandbox_available(sandbox):
+    if os.geteuid() != 0 or not sandbox_active(sandbox):
         return None
     if os.environ.get("KAGENT_SANDBOX_KEEP_UID") == "1":  # operator opt-out (e.g. GPU nodes not world-usable)
         return None
@@ -339,7 +339,7 @@ async def start_slot(cfg: EvalConfig) -> Slot:
 def candidate_env(cfg: EvalConfig, env: dict[str, str]) -> dict[str, str]:
     """The allowlisted environment, the rlimits, and the sandbox's sized private /tmp as TMPDIR."""
     out = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
-    if cfg.sandbox.mode == "bwrap" and sandbox_available(cfg.sandbox):
+    if sandbox_active(cfg.sandbox):
         out["TMPDIR"] = "/tmp"
     return out
 
@@ -565,7 +565,7 @@ def floor_check(cand: TimingResult, read_bytes: int, cfg: EvalConfig) -> list[Fl
     """A call cannot beat reading its inputs and weights once from memory (the cache is flushed)."""
     gbs = cfg.max_bandwidth_gbs or (10_000.0 if cfg.backend == "cuda" else 500.0)
     floor_us = read_bytes / (gbs * 1e3)
-    if cand.per_call_us.median > floor_us and cand.per_call_us.median > 0:
+    if cand.per_call_us.median > floor_us:  # floor_us >= 0, so a zero or negative time fails too
         return []
     return [Flag(name="implausible_timing",
                  detail=f"measured {cand.per_call_us.median:.3g} us per call, but reading its {read_bytes} input"

@@ -66,6 +66,11 @@ def available(cfg: SandboxConfig) -> bool:
     return shutil.which(cfg.bwrap) is not None
 
 
+def active(cfg: SandboxConfig) -> bool:
+    """Candidate code will run inside bubblewrap (mode bwrap and the executable is installed)."""
+    return cfg.mode == "bwrap" and available(cfg)
+
+
 def _hidden_roots() -> list[Path]:
     home = Path.home()
     xdg = [os.environ.get(v) for v in ("XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")]
@@ -87,7 +92,7 @@ def _gpu_nodes() -> list[str]:
 def wrap(cmd: list[str], *, cfg: SandboxConfig, readable: list[Path], writable: list[Path],
          cwd: Path, gpu: bool) -> list[str]:
     """The command line that runs `cmd` inside the sandbox (or `cmd` itself when unsafe is allowed)."""
-    if cfg.mode == "none" or not available(cfg):
+    if not active(cfg):
         if not cfg.allow_unsafe:
             why = "sandbox mode is 'none'" if cfg.mode == "none" else f"bubblewrap ({cfg.bwrap}) is not installed"
             raise SandboxUnavailable(

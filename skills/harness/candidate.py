@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from skills.harness import protocol as P
 from skills.harness import timing
-from skills.harness.judge import as_outputs, set_precision, to_device
+from skills.harness.judge import as_outputs, preinit, set_precision, to_device
 from skills.results import Flag
 
 SHIM_DIR = str(Path(__file__).parent / "shim")
@@ -236,13 +236,6 @@ def _dedupe(flags: list[Flag]) -> list[Flag]:
     for f in flags:
         seen.setdefault(f.name, f)
     return list(seen.values())
-
-
-def preinit() -> None:
-    """Bring CUDA up while waiting for the job (a warm pool starts workers ahead of time)."""
-    if os.environ.get("KAGENT_PREINIT") == "cuda" and torch.cuda.is_available():
-        torch.cuda.init()  # type: ignore[no-untyped-call]
-        torch.empty(1, device="cuda")
 
 
 def main() -> None:

@@ -178,6 +178,13 @@ class Judge:
         return loop.run(rotation(len(self.sets), loop.n_calls(mean)))
 
 
+def preinit() -> None:
+    """Bring CUDA up while waiting for the job (a warm pool starts workers ahead of time)."""
+    if os.environ.get("KAGENT_PREINIT") == "cuda" and torch.cuda.is_available():
+        torch.cuda.init()  # type: ignore[no-untyped-call]
+        torch.empty(1, device="cuda")
+
+
 class ProblemRefused(Exception):
     """The problem cannot be graded fairly (degenerate output)."""
 
@@ -185,8 +192,7 @@ class ProblemRefused(Exception):
 def main() -> None:
     os.umask(0o022)  # the candidate (another uid) must read the inputs the judge writes
     chan = P.take_over_stdio()
-    if os.environ.get("KAGENT_PREINIT") == "cuda" and torch.cuda.is_available():
-        torch.empty(1, device="cuda")  # CUDA up before the job arrives (warm pool)
+    preinit()
     start = chan.recv()
     assert isinstance(start, P.JudgeStart)
     stage = "load"
