@@ -85,6 +85,7 @@ def cmd_latency(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCa
             assert r.correct, r.error
             out.setdefault(f"{key}, cold workers", []).append(wall)
             stages[f"{key}, cold workers"] = msgspec.to_builtins(r.stages)
+            print(f"{key}, cold workers: {wall:.2f} s  {_stages(r)}", flush=True)
 
     async def warm() -> None:
         async with WarmPool(cfg, size=1) as pool:
@@ -96,6 +97,7 @@ def cmd_latency(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCa
                     assert r.correct, r.error
                     out.setdefault(f"{key}, warm pool", []).append(time.perf_counter() - t)
                     stages[f"{key}, warm pool"] = msgspec.to_builtins(r.stages)
+                    print(f"{key}, warm pool: {out[f'{key}, warm pool'][-1]:.2f} s  {_stages(r)}", flush=True)
 
     anyio.run(warm)
     rows = [[k, statistics.median(v), min(v), max(v)] for k, v in out.items()]
@@ -103,6 +105,10 @@ def cmd_latency(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCa
     for k, v in stages.items():
         print(f"{k}: " + ", ".join(f"{name} {sec:.2f}" for name, sec in v.items() if sec is not None))
     return {"wall_s": out, "stages": stages, "problem": str(problem)}
+
+
+def _stages(r: EvalResult) -> str:
+    return ", ".join(f"{k} {v:.2f}" for k, v in msgspec.to_builtins(r.stages).items() if v is not None)
 
 
 def _compile_storm(k: int, tmp: Path) -> list[subprocess.Popen[bytes]]:
