@@ -136,6 +136,7 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                     r, _ = run(problem, ws, "profile", cfg, cache)
                     assert r.candidate is not None, r.error
                     medians.append(r.candidate.per_call_us.median)
+                    print(f"{label}: run {len(medians)} median {medians[-1]:.2f} us", flush=True)
             finally:
                 for p in procs:
                     p.kill()

@@ -35,6 +35,10 @@ if [ "$1" = fix ]; then  # the GPU tests that failed in the last run, then solut
   step solutions; TAIL=20 run 280 bench_solutions.log python3 benchmarks/bench_eval.py solutions --out eval-solutions-h200
   step latency; TAIL=14 run 110 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
 fi
+if [ "$1" = stability ]; then
+  step stability; TAIL=8 run 270 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-h200
+  step sandbox; TAIL=8 run 90 bench_sandbox.log python3 benchmarks/bench_sandbox.py --backend cuda --repeats 10 --out sandbox-overhead-h200
+fi
 if [ "$1" = compile ]; then
   step compile; TAIL=12 run 110 bench_compile.log python3 benchmarks/bench_compile.py --out compile-h200
 fi
