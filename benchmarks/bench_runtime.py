@@ -178,7 +178,8 @@ async def gpu_busy(a: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         policy = make_policy(PolicyConfig(base_url=url, max_tokens=8192))
         cfg = SchedulerConfig(backend=a.backend, gpu_slots=a.gpu_slots, warm_workers=True, rollouts=True,
                               max_in_flight=a.in_flight, problems_dir=str(tmp / "problems"),
-                              workspace_root=str(tmp / "ws"), limits=EpisodeLimits(max_turns=a.profiles + 4), seed=0)
+                              workspace_root=str(tmp / "ws"), limits=EpisodeLimits(max_turns=a.profiles + 4), seed=0,
+                              eval=EvalConfig(baselines=a.baselines.split(",")))
         async with Store.open(tmp / "bench.db") as store:
             sched = Scheduler(config=cfg, store=store, policy=policy)
             async with anyio.create_task_group() as tg:
@@ -204,6 +205,7 @@ def main() -> int:
     p.add_argument("--micro-turns", type=int, default=5000, help="overhead: turns in the raw store microbenchmark")
     p.add_argument("--gpu-slots", type=int, default=1, help="gpu-busy: evaluation slots (GPUs)")
     p.add_argument("--profiles", type=int, default=4, help="gpu-busy: profile calls per episode before submit")
+    p.add_argument("--baselines", default="eager,compile", help="gpu-busy: baselines to time (comma list)")
     p.add_argument("--backend", choices=["cuda", "cpu"], default="cuda",
                    help="gpu-busy: cuda (the measurement) or cpu (a dry run of the same code path)")
     a = p.parse_args()

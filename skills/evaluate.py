@@ -396,7 +396,9 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     t = time.perf_counter()
     state.stage = "import"
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device, seed=seed,
-                                  n_sets=cfg.n_sets, n_canaries=cfg.n_canaries,
+                                  n_sets=cfg.n_sets,
+                                  # canaries are only used by the timing loop, which test mode skips
+                                  n_canaries=cfg.n_canaries if state.mode != "test" else 0,
                                   samples_per_output=cfg.samples_per_output, exchange_dir=str(scratch.root / "exchange")))
     await cand.send(P.CandStart(
         nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,

@@ -1,0 +1,300 @@
+"""One episode (STYLE 1): `run` -> `step` -> `query` + `execute`, until an `EpisodeEnd` says why.
+
+    run:     start the episode row, loop `step`, grade the workspace, finish the row
+    step:    query (one LLM call, stored as a turn) + execute (each tool call, stored as it ends)
+    ends:    submitted | turn_limit | token_limit | time_limit | malformed_limit | policy_error
+             | error (a bug, logged) | cancelled (re-raised)
+
+Malformed calls (bad JSON, unknown tool, bad arguments, a turn without any call) are answered
+with a message the model can read and counted; more than `max_malformed` ends the episode.
+Graded endings (everything but policy_error / error / cancelled) get a final evaluation of the
+workspace as it is; its reward is the episode's reward. `run_episode` adds the workspace's life.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import msgspec
+
+from runtime.episode_support import (
+    MALFORMED_HINT,
+    NO_TOOL_CALL,
+    Best,
+    opening_messages,
+    read_files,
+    speedup,
+    untouched,
+    untouched_result,
+)
+from runtime.policy import ContextFull, Generation, Policy, PolicyError
+from runtime.store import Store
+from runtime.store_rows import (
+    EpisodeStatus,
+    Message,
+    Origin,
+    ProblemRow,
+    ToolCallRow,
+    ToolCallSpec,
+    TurnRow,
+)
+from skills.base import SkillContext, SkillResult, call_skill, decode_args, get_skill, tool_schemas
+from skills.eval_skills import Evaluator
+from skills.results import EvalResult, Speedup
+from skills.workspace import Workspace, WorkspaceConfig
+
+log = logging.getLogger("kagent.episode")
+GRADED = frozenset({"submitted", "turn_limit", "token_limit", "time_limit", "malformed_limit"})
+
+
+class EpisodeLimits(msgspec.Struct, kw_only=True, frozen=True):
+    """When an episode stops."""
+
+    max_turns: int = 150
+    """LLM calls per episode (turn_limit)."""
+    max_context_tokens: int = 65536
+    """Prompt + completion tokens of one call (token_limit); keep within the server's max_model_len."""
+    max_seconds: float = 3600.0
+    """Wall time of the agent's loop (time_limit); a tool call already running finishes first."""
+    max_malformed: int = 10
+    """Malformed tool calls (and replies without any) tolerated; one more ends it (malformed_limit)."""
+    max_tool_output_chars: int = 8000
+    """Tool output returned to the model is cut to this many characters."""
+
+
+class EpisodeEvent(msgspec.Struct, kw_only=True):
+    """Progress of an episode, for streaming to an HTTP client."""
+
+    kind: Literal["started", "turn", "tool", "evaluation", "finished"]
+    """What happened."""
+    episode_id: int
+    """Episode."""
+    text: str
+    """One human-readable progress line."""
+    turn: int | None = None
+    """Turn index (turn and tool events)."""
+    skill: str | None = None
+    """Tool called (tool events)."""
+    ok: bool | None = None
+    """The tool call or evaluation succeeded (tool and evaluation events)."""
+    status: str | None = None
+    """How the episode ended (finished events)."""
+    reward: float | None = None
+    """Reward (evaluation and finished events)."""
+
+
+class EpisodeOutcome(msgspec.Struct, kw_only=True):
+    """How an episode ended and what it produced."""
+
+    episode_id: int
+    """Episode row id."""
+    problem_id: str
+    """Problem it worked on."""
+    status: str
+    """episodes.status value."""
+    reward: float | None
+    """Reward of the final evaluation (None when not graded)."""
+    trainable: bool
+    """Every turn kept its token ids."""
+    files: dict[str, str]
+    """The best verified solution: model_new.py + kernels/* (empty when none was verified)."""
+    verified_by: Literal["final", "test", "profile"] | None
+    """Which evaluation verified `files` (None when empty)."""
+    speedup_eager: float | None
+    """Speedup of `files` over eager PyTorch (None when not timed)."""
+    speedup_compile: float | None
+    """Speedup of `files` over torch.compile (None when not timed)."""
+    speedups: list[Speedup]
+    """The speedups of `files` with their 95% intervals."""
+    evaluation: EvalResult | None
+    """The final evaluation (None when not graded)."""
+    turns: int
+    """LLM calls made."""
+    error: str | None
+    """Why it ended badly (None when it did not)."""
+    seconds: float
+    """Wall time of the episode."""
+
+
+class EpisodeEnd(Exception):
+    """Ends the loop; `status` is the episodes.status value."""
+
+    def __init__(self, status: EpisodeStatus, detail: str | None = None) -> None:
+        super().__init__(detail or status)
+        self.status: EpisodeStatus = status
+        self.detail = detail
+
+
+OnEvent = Callable[[EpisodeEvent], Awaitable[None]]
+
+
+class Episode:
+    """An agent working one problem in one workspace."""
+
+    def __init__(self, *, store: Store, policy: Policy, problem: ProblemRow, source: str, workspace: Workspace,
+                 evaluator: Evaluator, limits: EpisodeLimits, origin: Origin = "rollout",
+                 on_event: OnEvent | None = None, tools: list[str] | None = None) -> None:
+        self.store, self.policy, self.problem, self.limits = store, policy, problem, limits
+        self.workspace, self.evaluator, self.origin, self.on_event = workspace, evaluator, origin, on_event
+        schemas = tool_schemas(tools)
+        self.tools = [s["function"]["name"] for s in schemas]
+        messages = opening_messages(problem, source, evaluator.config.backend)
+        self.conv = policy.conversation(messages, schemas, max_context_tokens=limits.max_context_tokens)
+        self.ctx = SkillContext(workspace=workspace, evaluator=evaluator, max_output_chars=limits.max_tool_output_chars)
+        self.id = 0
+        self.turn = 0
+        self.malformed = 0
+        self.best = Best()
+        self.deadline = 0.0
+
+    async def run(self) -> EpisodeOutcome:
+        began = time.monotonic()
+        self.id = await self.store.start_episode(self.problem.id, policy_version=self.policy.version, origin=self.origin)
+        await self.emit("started", f"episode {self.id}: {self.problem.name} ({self.origin}, policy {self.policy.version})")
+        self.deadline = anyio.current_time() + self.limits.max_seconds
+        final: EvalResult | None = None
+        try:
+            try:
+                while True:
+                    await self.step()
+            except EpisodeEnd as end:
+                status, error = end.status, end.detail
+            except ContextFull as exc:
+                status, error = "token_limit", str(exc)
+            except PolicyError as exc:
+                status, error = "policy_error", exc.reason
+            if status in GRADED:
+                final = await self.grade()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self.store.finish_episode(self.id, "cancelled", reward=None, trainable=self.conv.trainable,
+                                                error="cancelled while running")
+            raise
+        except Exception as exc:  # a bug in a skill or the runtime: this episode ends, the daemon does not
+            log.exception("episode %d failed", self.id)
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+        return await self.finish(status, final, error, time.monotonic() - began)
+
+    async def step(self) -> None:
+        if self.turn >= self.limits.max_turns:
+            raise EpisodeEnd("turn_limit", f"{self.turn} turns, the limit")
+        gen, turn_id = await self.query()
+        await self.execute(gen, turn_id)
+
+    async def query(self) -> tuple[Generation, int]:
+        with anyio.move_on_after(self.deadline - anyio.current_time()) as scope:
+            gen = await self.policy.generate(self.conv)
+        if scope.cancelled_caught:
+            raise EpisodeEnd("time_limit", f"{self.limits.max_seconds:g} s of wall time, the limit")
+        row = TurnRow(
+            episode_id=self.id, index=self.turn, text=gen.text, policy_version=gen.policy_version,
+            messages=gen.messages, prompt_prefix=gen.prompt_prefix, prompt_ids=gen.prompt_ids,
+            completion_ids=gen.completion_ids, logprobs=gen.logprobs, sampling=gen.sampling,
+            finish_reason=gen.finish_reason, tool_calls=gen.tool_calls, prompt_tokens=gen.prompt_tokens,
+            completion_tokens=gen.completion_tokens, duration=gen.duration)
+        turn_id = await self.store.add_turn(row)
+        self.turn += 1
+        n = len(gen.completion_ids) if gen.completion_ids is not None else gen.completion_tokens
+        names = ", ".join(c.name or "?" for c in gen.tool_calls) or "no tool call"
+        await self.emit("turn", f"turn {row.index}: {n} tokens, {names}", turn=row.index)
+        return gen, turn_id
+
+    async def execute(self, gen: Generation, turn_id: int) -> None:
+        if not gen.tool_calls:
+            self.malformed += 1
+            self.conv.add(Message(role="user", content=NO_TOOL_CALL))
+        for index, call in enumerate(gen.tool_calls):
+            result = await self.call(call, gen.parse_errors.get(call.id))
+            row = ToolCallRow(turn_id=turn_id, episode_id=self.id, index=index, call_id=call.id, skill=call.name,
+                              args=call.arguments, ok=result.ok, result=result.text, record=result.record,
+                              duration=result.seconds)
+            row_id = await self.store.add_tool_call(row)
+            if isinstance(result.record, EvalResult):
+                await self.store.add_evaluation(result.record, episode_id=self.id, tool_call_id=row_id)
+                files = await anyio.to_thread.run_sync(read_files, self.workspace)
+                self.best.offer(result.record, files)
+            self.conv.add(Message(role="tool", content=result.text, tool_call_id=call.id))
+            first = result.text.splitlines()[0] if result.text else ""
+            await self.emit("tool", f"  {call.name or '?'}: {first[:160]}", turn=self.turn - 1,
+                            skill=call.name, ok=result.ok)
+            if result.ends_episode:
+                raise EpisodeEnd("submitted")
+        if self.malformed > self.limits.max_malformed:
+            raise EpisodeEnd("malformed_limit", f"{self.malformed} malformed tool calls (limit {self.limits.max_malformed})")
+
+    async def call(self, call: ToolCallSpec, parse_error: str | None) -> SkillResult:
+        """Run one tool call; malformed ones are answered (and counted) without running anything."""
+        problem = parse_error and f"malformed tool call: {parse_error}.{MALFORMED_HINT}"
+        if not problem and call.name not in self.tools:
+            problem = f"unknown tool {call.name!r}; the tools are: {', '.join(self.tools)}."
+        if not problem:
+            decoded = decode_args(get_skill(call.name), call.arguments)
+            problem = decoded if isinstance(decoded, str) else None
+        if problem:
+            self.malformed += 1
+            return SkillResult(text=problem, ok=False)
+        return await call_skill(call.name, call.arguments, self.ctx)
+
+    async def grade(self) -> EvalResult:
+        """The final evaluation of the workspace as it is now (stored with the episode)."""
+        cfg = self.evaluator.config
+        if await anyio.to_thread.run_sync(untouched, self.workspace):
+            result = untouched_result(self.problem, cfg.backend, cfg.reward_fn)
+        else:
+            await self.emit("evaluation", "final evaluation running")
+            result = await self.evaluator.evaluate(self.workspace.path, "final")
+        await self.store.add_evaluation(result, episode_id=self.id)
+        files = await anyio.to_thread.run_sync(read_files, self.workspace)
+        self.best.offer(result, files)
+        await self.emit("evaluation", f"final: reward {result.reward}, {result.error or 'evaluated'}".splitlines()[0],
+                        ok=result.compiled and result.correct and not result.flags, reward=result.reward)
+        return result
+
+    async def finish(self, status: EpisodeStatus, final: EvalResult | None, error: str | None,
+                     seconds: float) -> EpisodeOutcome:
+        reward = final.reward if final is not None else None
+        await self.store.finish_episode(self.id, status, reward=reward, trainable=self.conv.trainable, error=error)
+        best = self.best.evaluation
+        out = EpisodeOutcome(
+            episode_id=self.id, problem_id=self.problem.id, status=status, reward=reward,
+            trainable=self.conv.trainable, files=self.best.files, verified_by=best.mode if best else None,
+            speedup_eager=speedup(best, "eager"), speedup_compile=speedup(best, "compile"),
+            speedups=self.best.speedups, evaluation=final, turns=self.turn, error=error, seconds=seconds)
+        await self.emit("finished", f"episode {self.id} {status}: reward {reward}" + (f" ({error})" if error else ""),
+                        status=status, reward=reward)
+        return out
+
+    async def emit(self, kind: Literal["started", "turn", "tool", "evaluation", "finished"], text: str,
+                   **fields: object) -> None:
+        if self.on_event is not None:
+            await self.on_event(msgspec.convert({"kind": kind, "episode_id": self.id, "text": text, **fields},
+                                                EpisodeEvent))
+
+
+async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, source: str,
+                      make_evaluator: Callable[[Path], Evaluator], limits: EpisodeLimits,
+                      workspace: WorkspaceConfig, origin: Origin = "rollout", on_event: OnEvent | None = None,
+                      tools: list[str] | None = None) -> EpisodeOutcome:
+    """An episode in a fresh workspace (removed afterwards); `make_evaluator(problem file)`."""
+    ws = await anyio.to_thread.run_sync(partial(Workspace.create, source, config=workspace, name_hint=problem.name))
+    # The evaluator reads the problem from a file named after it (results carry the file's stem).
+    problem_dir = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="kagent-problem-")))
+    try:
+        problem_file = problem_dir / f"{problem.name.rsplit('/', 1)[-1] or 'problem'}.py"
+        await anyio.Path(problem_file).write_text(source, encoding="utf-8")
+        episode = Episode(store=store, policy=policy, problem=problem, source=source, workspace=ws,
+                          evaluator=make_evaluator(problem_file), limits=limits, origin=origin,
+                          on_event=on_event, tools=tools)
+        return await episode.run()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(ws.cleanup)
+            await anyio.to_thread.run_sync(partial(shutil.rmtree, problem_dir, ignore_errors=True))

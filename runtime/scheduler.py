@@ -1,0 +1,381 @@
+"""The scheduler: many episodes in flight over a few evaluation slots and a compile pool.
+
+    run()    scan the problems folder into the store; mark episodes a crash left `running` as
+             `interrupted` and re-queue them; then start jobs until cancelled:
+             re-queued jobs first, then (with `rollouts`) problems drawn from the curriculum
+    solve()  an HTTP request: its own episode, ahead of every rollout (rollouts wait while a
+             request waits for room)
+
+Limits: `max_in_flight` episodes at once; `max_in_flight_per_version` rollouts running under the
+current policy version (and optionally `max_rollouts_per_version` started under it), so samples
+do not go stale while the trainer catches up. Evaluations hold an exclusive slot (runtime/slots.py).
+
+Policy server down: an episode that ends in `policy_error` (after the client's own retries)
+closes the gate: nothing new starts for a backoff that doubles per consecutive failure, then
+the server is probed (GET /v1/models). `status().policy_error` says why until an episode gets
+through; requests are retried `request_attempts` times, failed rollouts are simply drawn again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import anyio.abc
+import msgspec
+
+from runtime.curriculum_source import CurriculumSource, NoProblems, StoreCurriculum, scan_problems
+from runtime.episode import EpisodeEvent, EpisodeLimits, EpisodeOutcome, run_episode
+from runtime.policy import Policy, PolicyError
+from runtime.slots import EvalSlots, LeasedEvaluator
+from runtime.store import Store
+from runtime.store_rows import Origin, ProblemRow
+from skills import load_skills
+from skills.evaluate import EvalConfig, WarmPool
+from skills.problem import load_problem_source, source_id
+from skills.workspace import WorkspaceConfig
+
+log = logging.getLogger("kagent.scheduler")
+OnEvent = Callable[[EpisodeEvent], Awaitable[None]]
+
+
+class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """How many episodes run, where they evaluate, and where rollouts come from."""
+
+    backend: Literal["cuda", "cpu"] = "cuda"
+    """Where kernels build and run (overrides eval.backend)."""
+    gpu_slots: int = 1
+    """Exclusive GPU evaluation slots (cuda): slot i uses GPU gpus[i]."""
+    gpus: list[str] | None = None
+    """CUDA_VISIBLE_DEVICES per slot (None: "0" .. gpu_slots-1)."""
+    cpu_slots: int = 1
+    """Exclusive evaluation slots on the cpu backend (timed OpenMP code wants every core)."""
+    compile_workers: int = 0
+    """Builds at once (0 = CPU cores)."""
+    max_in_flight: int = 8
+    """Episodes running at once (requests and rollouts together)."""
+    max_in_flight_per_version: int = 64
+    """Rollouts running under the current policy version at once."""
+    max_rollouts_per_version: int | None = None
+    """Rollouts started under one policy version before new ones wait for the next (None: no cap)."""
+    rollouts: bool = False
+    """True: draw rollout jobs from the curriculum continuously."""
+    problems_dir: str = "problems"
+    """The problems folder (levelN/*.py) rollouts are drawn from."""
+    workspace_root: str | None = None
+    """Parent folder of episode workspaces (None: $XDG_STATE_HOME/kagent/workspaces)."""
+    limits: EpisodeLimits = msgspec.field(default_factory=EpisodeLimits)
+    """Per-episode turn, token, time and malformed-call limits."""
+    eval: EvalConfig = msgspec.field(default_factory=EvalConfig)
+    """Evaluation settings (backend and GPU are set per slot)."""
+    warm_workers: bool = True
+    """Keep each slot's next evaluation workers started ahead of time."""
+    tools: list[str] | None = None
+    """Skills offered to the agent (None: every registered skill)."""
+    request_attempts: int = 3
+    """Episodes tried for one request when the policy server fails."""
+    policy_backoff_s: float = 2.0
+    """First wait after a policy error before anything new starts; doubles per failure."""
+    policy_backoff_max_s: float = 60.0
+    """Longest such wait."""
+    curriculum_refresh_s: float = 30.0
+    """Seconds between reads of the store's curriculum weights."""
+    seed: int | None = None
+    """Seed of the curriculum's sampling (None: random)."""
+
+
+class SchedulerStatus(msgspec.Struct, kw_only=True):
+    """What the scheduler is doing now."""
+
+    running: int
+    """Episodes in flight."""
+    queued: int
+    """Jobs waiting: re-queued episodes and requests waiting for room."""
+    gpu_slots_busy: int
+    """Evaluation slots leased now."""
+    gpu_slots_total: int
+    """Evaluation slots (GPUs on cuda, cpu_slots on cpu)."""
+    slot_busy_fraction: float | None
+    """Share of slot time leased since start (None in the first second)."""
+    policy_version: int | None
+    """Policy version new episodes start with."""
+    policy_model: str
+    """Model name requested from the policy server."""
+    finished: int
+    """Episodes finished since start."""
+    by_status: dict[str, int]
+    """Finished episodes since start, by status."""
+    turns_per_s: float | None
+    """LLM turns per second over the last minute (None before the first turn)."""
+    policy_error: str | None
+    """Last policy-server problem, None when healthy."""
+    problems: int
+    """Problems rollouts can be drawn from."""
+    rollouts: bool
+    """Drawing rollouts from the curriculum."""
+
+
+class _Job(msgspec.Struct, kw_only=True):
+    problem: ProblemRow
+    source: str
+    origin: Origin
+    attempts: int = 0
+
+
+class Scheduler:
+    """Runs episodes: re-queued ones, HTTP requests first, then rollouts."""
+
+    def __init__(self, *, config: SchedulerConfig, store: Store, policy: Policy,
+                 curriculum: CurriculumSource | None = None) -> None:
+        load_skills()
+        self.config, self.store, self.policy = config, store, policy
+        cfg = config
+        devices: list[str | None] = (list(cfg.gpus or [str(i) for i in range(cfg.gpu_slots)]) if cfg.backend == "cuda"
+                                     else [None] * cfg.cpu_slots)
+        self.slots = EvalSlots(devices)
+        self.compile_limiter = anyio.CapacityLimiter(cfg.compile_workers or os.cpu_count() or 1)
+        self.eval_config = msgspec.structs.replace(cfg.eval, backend=cfg.backend)
+        self.workspace = WorkspaceConfig(root=cfg.workspace_root) if cfg.workspace_root else WorkspaceConfig()
+        self.problems: list[ProblemRow] = []
+        self.curriculum: CurriculumSource = curriculum or StoreCurriculum(
+            store, [], refresh_s=cfg.curriculum_refresh_s, seed=cfg.seed)
+        self._requeued: deque[_Job] = deque()
+        self._requests_waiting = 0
+        self._in_flight = 0
+        self._rollouts_by_version: Counter[int | None] = Counter()
+        self._started_by_version: Counter[int | None] = Counter()
+        self._by_status: Counter[str] = Counter()
+        self._turns: deque[float] = deque()
+        self._began = time.monotonic()
+        self._policy_error: str | None = None
+        self._failures = 0
+        self._probe_ok = False
+        self._gate_open_at = 0.0
+        self._changed = anyio.Event()
+        self._ready = anyio.Event()
+
+    # -- public API
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Until cancelled: re-queue interrupted episodes, then run jobs."""
+        await self.reload_problems()
+        await self._requeue_interrupted()
+        async with AsyncExitStack() as stack:
+            if self.config.warm_workers:
+                self.slots.pools = [await stack.enter_async_context(
+                    WarmPool(msgspec.structs.replace(self.eval_config, gpu=d))) for d in self.slots.devices]
+            async with anyio.create_task_group() as tg:
+                self._ready.set()
+                task_status.started()
+                while True:
+                    job = await self._next_job()
+                    # Counted before the task starts, so the next _pick already sees it.
+                    version = self.policy.version
+                    self._in_flight += 1
+                    if job.origin == "rollout":
+                        self._rollouts_by_version[version] += 1
+                        self._started_by_version[version] += 1
+                    tg.start_soon(self._run_job, job, version)
+
+    async def solve(self, source: str, *, name: str = "request", on_event: OnEvent | None = None) -> EpisodeOutcome:
+        """One episode on a problem given as KernelBench source (ProblemError when it is not one)."""
+        loaded = await anyio.to_thread.run_sync(lambda: load_problem_source(source, name))
+        p = loaded.problem
+        problem = ProblemRow(id=source_id(source), name=name, source="request", level=p.level,
+                             precision=p.precision, code=source)
+        await self.store.upsert_problem(problem)
+        await self._ready.wait()
+        outcome: EpisodeOutcome | None = None
+        for _ in range(max(1, self.config.request_attempts)):
+            await self._admit_request()
+            try:
+                outcome = await self._episode(problem, source, "request", on_event)
+            finally:
+                self._in_flight -= 1
+                self._notify()
+            if outcome.status != "policy_error":
+                break
+        assert outcome is not None
+        return outcome
+
+    def status(self) -> SchedulerStatus:
+        now = time.monotonic()
+        while self._turns and self._turns[0] < now - 60.0:
+            self._turns.popleft()
+        window = min(60.0, now - self._began)
+        return SchedulerStatus(
+            running=self._in_flight, queued=len(self._requeued) + self._requests_waiting,
+            gpu_slots_busy=self.slots.busy, gpu_slots_total=len(self.slots.devices),
+            slot_busy_fraction=self.slots.busy_fraction(), policy_version=self.policy.version,
+            policy_model=self.policy.model, finished=sum(self._by_status.values()), by_status=dict(self._by_status),
+            turns_per_s=len(self._turns) / window if self._turns and window > 0 else None,
+            policy_error=self._gate_note(now), problems=len(self.problems), rollouts=self.config.rollouts)
+
+    async def wait_idle(self) -> None:
+        """Until no episode is running (a graceful stop: turn rollouts off first)."""
+        while self._in_flight:
+            await self._changed.wait()
+
+    def set_policy(self, version: int, model: str | None = None) -> None:
+        """A hot-load advanced the policy version (`model`: the adapter name to request, if changed)."""
+        self.policy.set_version(version, model)
+        self._notify()
+
+    async def reload_problems(self) -> int:
+        """Re-scan the problems folder into the store and the curriculum; returns how many there are."""
+        try:
+            rows = await anyio.to_thread.run_sync(scan_problems, Path(self.config.problems_dir))
+        except NoProblems as exc:
+            log.warning("%s", exc)
+            rows = []
+        if rows:
+            await self.store.upsert_problems(rows)
+        self.problems = rows
+        if isinstance(self.curriculum, StoreCurriculum):
+            self.curriculum.set_problems(rows)
+        self._notify()
+        return len(rows)
+
+    # -- jobs
+
+    async def _next_job(self) -> _Job:
+        while True:
+            changed = self._changed
+            await self._maybe_probe()
+            job = await self._pick()
+            if job is not None:
+                return job
+            await self._wait(changed)
+
+    async def _pick(self) -> _Job | None:
+        cfg = self.config
+        if not self._gate_open() or self._in_flight >= cfg.max_in_flight or self._requests_waiting:
+            return None
+        if self._requeued:
+            return self._requeued.popleft()
+        version = self.policy.version
+        if not cfg.rollouts or not self.problems or self._rollouts_by_version[version] >= cfg.max_in_flight_per_version:
+            return None
+        if cfg.max_rollouts_per_version is not None and self._started_by_version[version] >= cfg.max_rollouts_per_version:
+            return None
+        try:
+            problem = await self.curriculum.next_problem()
+        except NoProblems as exc:
+            log.warning("%s", exc)
+            return None
+        return _Job(problem=problem, source=problem.code or "", origin="rollout")
+
+    async def _admit_request(self) -> None:
+        self._requests_waiting += 1
+        try:
+            while True:
+                changed = self._changed
+                await self._maybe_probe()
+                if self._gate_open() and self._in_flight < self.config.max_in_flight:
+                    break
+                await self._wait(changed)
+        finally:
+            self._requests_waiting -= 1
+        self._in_flight += 1
+
+    async def _run_job(self, job: _Job, version: int | None) -> None:
+        rollout = job.origin == "rollout"
+        try:
+            outcome = await self._episode(job.problem, job.source, job.origin, None)
+            if outcome.status == "policy_error" and not rollout and job.attempts + 1 < self.config.request_attempts:
+                self._requeued.append(msgspec.structs.replace(job, attempts=job.attempts + 1))
+        except Exception:  # the store failed (episode bugs end as status error inside run_episode)
+            log.exception("episode on %s failed outside its loop", job.problem.name)
+        finally:
+            self._in_flight -= 1
+            if rollout:
+                self._rollouts_by_version[version] -= 1
+            self._notify()
+
+    async def _episode(self, problem: ProblemRow, source: str, origin: Origin,
+                       on_event: OnEvent | None) -> EpisodeOutcome:
+        async def events(event: EpisodeEvent) -> None:
+            if event.kind == "turn":
+                self._turns.append(time.monotonic())
+            if on_event is not None:
+                await on_event(event)
+
+        outcome = await run_episode(
+            store=self.store, policy=self.policy, problem=problem, source=source,
+            make_evaluator=self._evaluator, limits=self.config.limits, workspace=self.workspace,
+            origin=origin, on_event=events, tools=self.config.tools)
+        self._by_status[outcome.status] += 1
+        if outcome.status == "policy_error":
+            self._policy_failed(outcome.error or "policy error")
+        else:
+            self._policy_error, self._failures = None, 0
+        return outcome
+
+    def _evaluator(self, problem_path: Path) -> LeasedEvaluator:
+        return LeasedEvaluator(problem_path, self.eval_config, cache=self.store.baseline_cache(),
+                               slots=self.slots, compile_limiter=self.compile_limiter)
+
+    async def _requeue_interrupted(self) -> None:
+        ids = set(await self.store.mark_interrupted_episodes())
+        if not ids:
+            return
+        rows = await self.store.list_episodes(status="interrupted", after_id=min(ids) - 1)
+        for row in (r for r in rows if r.id in ids and r.origin != "replay"):
+            problem = await self.store.get_problem(row.problem_id)
+            source = problem.code if problem is not None else None
+            if problem is None or source is None:
+                log.warning("interrupted episode %d: problem %s has no stored source; not re-queued", row.id, row.problem_id)
+                continue
+            self._requeued.append(_Job(problem=problem, source=source, origin=row.origin))
+        log.info("marked %d interrupted episode(s), re-queued %d", len(ids), len(self._requeued))
+
+    # -- policy health
+
+    def _policy_failed(self, reason: str) -> None:
+        self._failures += 1
+        self._probe_ok = False
+        delay = min(self.config.policy_backoff_max_s, self.config.policy_backoff_s * 2 ** (self._failures - 1))
+        self._policy_error = reason
+        self._gate_open_at = time.monotonic() + delay
+        log.warning("policy server problem (%d in a row): %s; new episodes wait %.0f s", self._failures, reason, delay)
+        self._notify()
+
+    def _gate_open(self) -> bool:
+        return self._policy_error is None or self._probe_ok
+
+    def _gate_note(self, now: float) -> str | None:
+        if self._policy_error is None:
+            return None
+        wait = self._gate_open_at - now
+        return self._policy_error + (f" (new episodes wait {wait:.0f} s)" if wait > 0 and not self._probe_ok else "")
+
+    async def _maybe_probe(self) -> None:
+        """After the backoff, ask the server whether it is back; the gate opens when it is."""
+        if self._policy_error is None or self._probe_ok or time.monotonic() < self._gate_open_at:
+            return
+        try:
+            await self.policy.check()
+        except PolicyError as exc:
+            self._policy_failed(exc.reason)
+            return
+        self._probe_ok = True
+        self._notify()
+
+    async def _wait(self, changed: anyio.Event) -> None:
+        """Until something changes, or the backoff ends (time to probe again)."""
+        timeout = None
+        if self._policy_error is not None and not self._probe_ok:
+            timeout = max(0.0, self._gate_open_at - time.monotonic())
+        with anyio.move_on_after(timeout):
+            await changed.wait()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()

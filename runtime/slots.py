@@ -1,0 +1,105 @@
+"""The sandbox pool's local backend: exclusive evaluation slots and a compile pool.
+
+An evaluation (run_tests, profile, ncu, the final grading) holds one slot for its whole run: on
+cuda a slot is one GPU (its id goes to the workers as CUDA_VISIBLE_DEVICES), so timings never
+share a device; on cpu a slot is a share of the machine (`cpu_slots`, default 1, because timed
+OpenMP code wants every core). Builds run in the compile pool, outside any slot: an evaluation
+first builds (content-hash cached) while it waits, so the slot is busy only with the workers.
+With warm pools, each slot keeps its next judge + candidate workers started ahead of time.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from skills.baselines import BaselineCache
+from skills.build import BuildResult
+from skills.eval_skills import Evaluator, _snapshot
+from skills.evaluate import EvalConfig, WarmPool, evaluate
+from skills.ncu import NcuReport
+from skills.results import EvalResult, Mode
+
+
+class EvalSlots:
+    """`len(devices)` exclusive slots; `devices[i]` is slot i's CUDA_VISIBLE_DEVICES (None on cpu)."""
+
+    def __init__(self, devices: list[str | None]) -> None:
+        if not devices:
+            raise ValueError("at least one evaluation slot is needed")
+        self.devices = devices
+        self.pools: list[WarmPool] | None = None
+        self._free = list(range(len(devices)))
+        self._available = anyio.Semaphore(len(devices))
+        self._leased: dict[int, float] = {}
+        self._busy_s = 0.0
+        self._began = time.monotonic()
+
+    @property
+    def busy(self) -> int:
+        return len(self._leased)
+
+    def busy_fraction(self) -> float | None:
+        """Share of slot-time leased since start (None in the first second)."""
+        now = time.monotonic()
+        wall = (now - self._began) * len(self.devices)
+        if wall < 1.0:
+            return None
+        return (self._busy_s + sum(now - t for t in self._leased.values())) / wall
+
+    def reset_clock(self) -> None:
+        """Start measuring busy_fraction from now (benchmarks)."""
+        self._busy_s, self._began = 0.0, time.monotonic()
+        self._leased = {i: self._began for i in self._leased}
+
+    @asynccontextmanager
+    async def lease(self) -> AsyncIterator[int]:
+        await self._available.acquire()
+        index = self._free.pop(0)
+        self._leased[index] = time.monotonic()
+        try:
+            yield index
+        finally:
+            self._busy_s += time.monotonic() - self._leased.pop(index)
+            self._free.append(index)
+            self._available.release()
+
+
+class LeasedEvaluator(Evaluator):
+    """An Evaluator whose builds go through the compile pool and whose runs hold a slot."""
+
+    def __init__(self, problem_path: str | Path, config: EvalConfig, *, cache: BaselineCache | None,
+                 slots: EvalSlots, compile_limiter: anyio.CapacityLimiter) -> None:
+        super().__init__(problem_path, config, cache=cache)
+        self.slots = slots
+        self.compile_limiter = compile_limiter
+
+    async def compile(self, workspace: Path) -> BuildResult | None:
+        async with self.compile_limiter:
+            return await super().compile(workspace)
+
+    async def evaluate(self, workspace: Path, mode: Mode) -> EvalResult:
+        built = await self.compile(workspace)  # outside the slot; evaluate() then hits the build cache
+        if built is not None and not built.ok:
+            return await self._run(workspace, mode, self.config, None)  # stops at the build: no workers
+        async with self.slots.lease() as index:
+            cfg = msgspec.structs.replace(self.config, gpu=self.slots.devices[index])
+            pool = self.slots.pools[index] if self.slots.pools is not None else None
+            return await self._run(workspace, mode, cfg, pool)
+
+    async def ncu(self, workspace: Path) -> NcuReport:
+        await self.compile(workspace)
+        async with self.slots.lease() as index:
+            cfg = msgspec.structs.replace(self.config, gpu=self.slots.devices[index])
+            return await Evaluator(self.problem_path, cfg, cache=self.cache).ncu(workspace)
+
+    async def _run(self, workspace: Path, mode: Mode, cfg: EvalConfig, pool: WarmPool | None) -> EvalResult:
+        with tempfile.TemporaryDirectory(prefix="kagent-snap-") as tmp:
+            snap = await anyio.to_thread.run_sync(_snapshot, workspace, Path(tmp) / "ws")
+            return await evaluate(self.problem_path, snap, mode=mode, config=cfg, baseline_cache=self.cache, pool=pool)
