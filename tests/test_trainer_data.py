@@ -1,0 +1,266 @@
+"""trainer.data on a real store: which episodes are chosen (finished, trainable, graded, fresh),
+sequences rebuilt from the logged token ids (token-in, re-rendered prefixes, full prompts), masks,
+rewards, the truncation rule, corrupt and out-of-vocabulary episodes, RFT filters, packing,
+micro-batches, and per-document attention against separate forward passes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+import torch
+
+from runtime.store import ProblemRow, Store, ToolCallSpec, TurnRow
+from trainer.data import (
+    DataError,
+    EpisodeRef,
+    EpisodeTokens,
+    Skip,
+    build_episode,
+    candidates,
+    latest_version,
+    load_turns,
+    make_batch,
+    pack,
+    rft_keep,
+)
+from trainer.models import ATTN, load_causal_lm
+
+P = ProblemRow(id="p1", name="level1/a", source="kagent", level=1, tier=1)
+
+TurnSpec = tuple[int, list[int], list[int]]  # prompt_prefix, prompt_ids, completion_ids
+
+
+async def _episode(store: Store, turns: list[TurnSpec], *, version: int | None = 0, status: str = "submitted",
+                   reward: float | None = 1.0, trainable: bool = True, calls: list[list[ToolCallSpec]] | None = None,
+                   logprobs: Any = "auto") -> int:
+    eid = await store.start_episode(P.id, policy_version=version, trainable=trainable)
+    for i, (prefix, prompt, completion) in enumerate(turns):
+        lps = [-0.1 * (k + 1) for k in range(len(completion))] if logprobs == "auto" else logprobs
+        await store.add_turn(TurnRow(episode_id=eid, index=i, text=f"t{i}", prompt_prefix=prefix, prompt_ids=prompt,
+                                     completion_ids=completion, logprobs=lps, sampling={"temperature": 0.7},
+                                     tool_calls=(calls or [[]] * len(turns))[i]))
+    if status != "running":
+        await store.finish_episode(eid, status, reward=reward)  # type: ignore[arg-type]
+    return eid
+
+
+def _db(tmp_path: Path, fill: Any) -> Path:
+    db = tmp_path / "k.db"
+
+    async def go() -> None:
+        async with Store.open(db) as store:
+            await store.upsert_problem(P)
+            for v in range(6):
+                await store.add_policy(v, f"v{v}")
+            await fill(store)
+
+    anyio.run(go)
+    return db
+
+
+def _sub(tmp_path: Path, name: str) -> Path:
+    (tmp_path / name).mkdir()
+    return tmp_path / name
+
+
+def _read(db: Path, fn: Any) -> Any:
+    async def go() -> Any:
+        async with Store.open(db, readonly=True) as store:
+            return await store.read(fn)
+
+    return anyio.run(go)
+
+
+def _built(db: Path, *, max_len: int = 1000, vocab: int = 100, need_logprobs: bool = True) -> list[EpisodeTokens | Skip]:
+    def fn(conn: Any) -> list[EpisodeTokens | Skip]:
+        refs, _ = candidates(conn, min_version=None, exclude=set(), limit=None)
+        turns = load_turns(conn, [r.id for r in refs])
+        return [build_episode(r, turns[r.id], max_len=max_len, vocab_size=vocab, need_logprobs=need_logprobs)
+                for r in refs]
+
+    return _read(db, fn)  # type: ignore[no-any-return]
+
+
+def test_selection_keeps_finished_trainable_graded_fresh_episodes(tmp_path: Path) -> None:
+    ids: dict[str, int] = {}
+
+    async def fill(store: Store) -> None:
+        t = [(0, [1, 2], [3, 4])]
+        ids["good"] = await _episode(store, t, version=5)
+        ids["old"] = await _episode(store, t, version=1)
+        ids["null_version"] = await _episode(store, t, version=None)
+        ids["limit"] = await _episode(store, t, version=4, status="turn_limit", reward=-1.0)
+        await _episode(store, t, status="running")
+        await _episode(store, t, status="error", reward=None)
+        await _episode(store, t, status="cancelled", reward=None)
+        await _episode(store, t, status="policy_error", reward=None)
+        await _episode(store, t, trainable=False)
+
+    db = _db(tmp_path, fill)
+    assert _read(db, latest_version) == 5
+    refs, stale = _read(db, lambda c: candidates(c, min_version=3, exclude=set(), limit=None))
+    assert [r.id for r in refs] == [ids["good"], ids["limit"]]
+    assert stale == 2  # version 1 and the NULL version (counted as 0)
+    refs, stale = _read(db, lambda c: candidates(c, min_version=None, exclude={ids["good"]}, limit=2))
+    assert [r.id for r in refs] == [ids["old"], ids["null_version"]] and stale == 0
+    assert refs[1].policy_version == 0
+
+
+def test_token_in_episode_is_one_sequence_with_masked_tool_output(tmp_path: Path) -> None:
+    async def fill(store: Store) -> None:
+        # turn 1 keeps the whole context (prompt 3 + completion 2 = 5) and adds tool output [20, 21]
+        await _episode(store, [(0, [10, 11, 12], [30, 31]), (5, [20, 21], [32, 33, 34])], reward=2.0)
+
+    (ep,) = _built(_db(tmp_path, fill))
+    assert isinstance(ep, EpisodeTokens) and len(ep.docs) == 1 and not ep.truncated
+    d = ep.docs[0]
+    assert d.ids.tolist() == [10, 11, 12, 30, 31, 20, 21, 32, 33, 34]
+    assert d.sampled.astype(int).tolist() == [0, 0, 0, 1, 1, 0, 0, 1, 1, 1]
+    np.testing.assert_allclose(d.behaviour[d.sampled], [-0.1, -0.2, -0.1, -0.2, -0.3], rtol=1e-6)
+    np.testing.assert_allclose(d.temps[d.sampled], 0.7, rtol=1e-6)
+    assert (d.temps[~d.sampled] == 1.0).all()
+    b = make_batch([[ep]])
+    assert b.input_ids[0, b.pred_pos + 1].tolist() == b.targets.tolist() == [30, 31, 32, 33, 34]
+    assert b.rewards.tolist() == [0, 0, 0, 0, 2.0]  # the reward on the last sampled token
+    assert b.position_ids[0].tolist() == list(range(10)) and b.doc_lens == (10,)
+
+
+def test_rerendered_prefix_continues_in_a_new_document(tmp_path: Path) -> None:
+    async def fill(store: Store) -> None:
+        # turn 1 keeps only 4 of the 5 tokens (the server re-rendered); turn 2 restarts (prefix 0)
+        await _episode(store, [(0, [10, 11, 12], [30, 31]), (4, [20], [32]), (0, [10, 40], [33])])
+
+    (ep,) = _built(_db(tmp_path, fill))
+    assert isinstance(ep, EpisodeTokens)
+    assert [d.ids.tolist() for d in ep.docs] == [[10, 11, 12, 30, 31], [10, 11, 12, 30, 20, 32], [10, 40, 33]]
+    assert [d.sampled.astype(int).tolist() for d in ep.docs] == [[0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 1], [0, 0, 1]]
+    b = make_batch([[ep]])
+    assert b.doc_lens == (5, 6, 3)
+    assert b.position_ids[0].tolist() == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 5, 0, 1, 2]
+    assert b.targets.tolist() == [30, 31, 32, 33] and b.rewards.tolist() == [0, 0, 0, 1.0]
+    assert b.input_ids[0, b.pred_pos + 1].tolist() == b.targets.tolist()
+
+
+def test_truncation_keeps_the_head_and_moves_the_reward(tmp_path: Path) -> None:
+    async def fill(store: Store) -> None:
+        await _episode(store, [(0, [10, 11], [30, 31, 32]), (5, [20, 21], [33, 34])], reward=3.0)
+
+    (ep,) = _built(_db(tmp_path, fill), max_len=6)
+    assert isinstance(ep, EpisodeTokens) and ep.truncated and ep.length == 6
+    assert ep.docs[0].ids.tolist() == [10, 11, 30, 31, 32, 20]
+    b = make_batch([[ep]])
+    assert b.targets.tolist() == [30, 31, 32] and b.rewards.tolist() == [0, 0, 3.0]
+    (skip,) = _built(_db(_sub(tmp_path, "x"), fill), max_len=2)
+    assert isinstance(skip, Skip) and skip.reason == "no_sampled_tokens"
+
+
+def test_corrupt_episodes_are_skipped_with_a_reason(tmp_path: Path) -> None:
+    async def fill(store: Store) -> None:
+        await _episode(store, [(0, [1], [2]), (9, [3], [4])])  # prefix beyond the context
+        await _episode(store, [(0, [1], [2])], logprobs=[float("nan")])
+        await _episode(store, [(0, [1], [2])], logprobs=None)
+        await _episode(store, [(0, [1], [2])], reward=None)  # graded status, no reward
+        await _episode(store, [])
+        eid = await store.start_episode(P.id, policy_version=0)  # turn indices 0 and 2
+        for i in (0, 2):
+            await store.add_turn(TurnRow(episode_id=eid, index=i, text="", prompt_ids=[1], completion_ids=[2],
+                                         logprobs=[-1.0]))
+        await store.finish_episode(eid, "submitted", reward=1.0)
+        eid = await store.start_episode(P.id, policy_version=0)  # no token ids logged
+        await store.add_turn(TurnRow(episode_id=eid, index=0, text="hi"))
+        await store.finish_episode(eid, "submitted", reward=1.0)
+
+    got = _built(_db(tmp_path, fill))
+    assert all(isinstance(s, Skip) for s in got)
+    assert [s.reason for s in got if isinstance(s, Skip)] == [
+        "corrupt", "corrupt", "no_logprobs", "ungraded", "no_turns", "corrupt", "corrupt"]
+    assert "prompt_prefix 9 > context 2" in got[0].detail  # type: ignore[union-attr]
+    # RFT needs no behaviour logprobs
+    assert isinstance(_built(_db(_sub(tmp_path, "r"), fill), need_logprobs=False)[2], EpisodeTokens)
+
+
+def test_token_ids_outside_the_vocabulary_name_the_episode(tmp_path: Path) -> None:
+    async def fill(store: Store) -> None:
+        await _episode(store, [(0, [1, 2], [3])])
+        await _episode(store, [(0, [1, 2], [151_000])])
+
+    with pytest.raises(DataError, match=r"episode 2 \(problem p1\): token id 151000 is outside the model's"
+                                        r" vocabulary \(0\.\.99\)"):
+        _built(_db(tmp_path, fill))
+
+
+def _ref(i: int, reward: float = 1.0, status: str = "submitted") -> EpisodeRef:
+    return EpisodeRef(id=i, problem_id="p", policy_version=0, status=status, reward=reward)
+
+
+def test_rft_filters_low_reward_loops_and_malformed_calls(tmp_path: Path) -> None:
+    from trainer.data import Turn
+
+    def turn(i: int, completion: list[int], calls: list[dict[str, Any]]) -> Turn:
+        return Turn(index=i, prompt_prefix=0, prompt_ids=[1], completion_ids=completion, logprobs=None,
+                    temperature=1.0, tool_calls=calls)
+
+    ok_call = {"id": "a", "name": "read_file", "arguments": json.dumps({"path": "model.py"})}
+    good = [turn(0, [5, 6], [ok_call]), turn(1, [7], [{"id": "b", "name": "submit", "arguments": "{}"}])]
+    assert rft_keep(_ref(1), good, min_reward=0.0, loop_repeats=3) is None
+    assert rft_keep(_ref(1, reward=0.0), good, min_reward=0.0, loop_repeats=3).reason == "low_reward"  # type: ignore[union-attr]
+    loop = [turn(i, [5, 6], [ok_call]) for i in range(3)]
+    assert rft_keep(_ref(1), loop, min_reward=0.0, loop_repeats=3).reason == "looping"  # type: ignore[union-attr]
+    assert rft_keep(_ref(1), loop[:2], min_reward=0.0, loop_repeats=3) is None
+    unknown = [turn(0, [5], [{"id": "a", "name": "rm_rf", "arguments": "{}"}])]
+    skip = rft_keep(_ref(1), unknown, min_reward=0.0, loop_repeats=3)
+    assert skip is not None and skip.reason == "malformed" and "rm_rf" in skip.detail
+    bad_json = [turn(0, [5], [{"id": "a", "name": "read_file", "arguments": "{path: model.py"}])]
+    skip = rft_keep(_ref(1), bad_json, min_reward=0.0, loop_repeats=3)
+    assert skip is not None and skip.reason == "malformed" and "not valid JSON" in skip.detail
+    assert rft_keep(_ref(1, status="malformed_limit"), good, min_reward=0.0, loop_repeats=3).reason == "malformed"  # type: ignore[union-attr]
+
+
+def _tokens(i: int, n: int) -> EpisodeTokens:
+    from trainer.data import Doc
+
+    sampled = np.zeros(n, dtype=bool)
+    sampled[n // 2:] = True
+    return EpisodeTokens(ref=_ref(i, reward=float(i)), truncated=False, docs=[Doc(
+        ids=np.arange(n, dtype=np.int64) % 50, sampled=sampled, behaviour=np.full(n, -1.0, dtype=np.float32),
+        temps=np.ones(n, dtype=np.float32))])
+
+
+def test_packing_fills_rows_without_splitting_episodes() -> None:
+    rng = np.random.default_rng(0)
+    eps = [_tokens(i, int(rng.integers(5, 90))) for i in range(60)]
+    rows = pack(eps, 100)
+    assert sorted(e.ref.id for r in rows for e in r) == list(range(60))
+    assert all(sum(e.length for e in r) <= 100 for r in rows)
+    total = sum(e.length for e in eps)
+    assert len(rows) <= math.ceil(total / 100) + 3  # first-fit decreasing wastes little
+    assert [[e.ref.id for e in r] for r in pack(eps, 100)] == [[e.ref.id for e in r] for r in rows]
+    b = make_batch(rows[:2])
+    assert b.n_tokens == sum(e.length for r in rows[:2] for e in r) and sum(b.doc_lens) == b.n_tokens
+    assert b.ep_counts == [e.length - e.length // 2 for r in rows[:2] for e in r]
+    padded, mask = b.per_episode(b.rewards)
+    assert padded.shape == (len(b.ep_counts), max(b.ep_counts)) and int(mask.sum()) == len(b.targets)
+    assert padded.sum(dim=1).tolist() == [float(e.ref.id) for r in rows[:2] for e in r]
+
+
+def test_document_attention_matches_separate_forward_passes(tmp_path: Path) -> None:
+    cfg = tmp_path / "tiny.json"
+    cfg.write_text(json.dumps(dict(model_type="qwen2", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=50,
+                                   max_position_embeddings=128)))
+    lm = load_causal_lm(str(cfg), dtype=torch.float32, seed=0)
+    assert lm.config._attn_implementation == ATTN
+    eps = [_tokens(1, 9), _tokens(2, 14), _tokens(3, 5)]
+    b = make_batch([eps])
+    with torch.no_grad():
+        packed = lm(input_ids=b.input_ids, position_ids=b.position_ids, doc_lens=b.doc_lens).logits[0]
+        alone = torch.cat([lm(input_ids=torch.from_numpy(e.docs[0].ids)[None]).logits[0] for e in eps])
+        crossed = lm(input_ids=b.input_ids, position_ids=b.position_ids).logits[0]  # one document: leaks
+    torch.testing.assert_close(packed, alone, rtol=1e-4, atol=1e-5)
+    assert (crossed[9:] - alone[9:]).abs().max() > 1e-3

@@ -1,0 +1,429 @@
+"""Episodes from the store -> token sequences -> packed micro-batches (DESIGN §8-9).
+
+Selection: finished, trainable episodes with a graded status (submitted, turn/token/time limit,
+malformed limit) and a reward; `--max-staleness` drops episodes whose policy version is more than
+that many versions behind the newest one in the store (NULL versions count as 0).
+
+Sequences come from the logged token ids only; nothing is re-tokenized. Turn k's context is
+(context + completion of turn k-1)[:prompt_prefix] + prompt_ids, so with token-in logging (prefix
+= the whole previous context) an episode is one sequence: prompt, completion, tool results,
+completion, ... When a turn keeps less than the whole previous context (the server re-rendered
+the conversation), the episode continues in a new *document*: the kept prefix (mask 0, already
+trained in the earlier document) + the new prompt + the new completion. Mask is 1 on sampled
+tokens, 0 on prompt and tool output; the episode's reward sits on its last sampled token.
+
+Long episodes (stated rule): an episode longer than `max_len` tokens keeps its first `max_len`
+tokens (whole documents in order, the one crossing the limit cut); sampled tokens beyond are not
+trained, and the reward moves to the last kept sampled token (the outcome is still the
+episode's). Truncated episodes are counted (`truncated`).
+
+Packing: episodes (all their documents together) go into rows of at most `max_len` tokens,
+first-fit by decreasing length. A micro-batch concatenates whole rows into one sequence with no
+padding at all; attention stays inside each document (trainer.models: per-document attention).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import numpy as np
+import torch
+
+from runtime.store import Conn, unpack_ids, unpack_logprobs
+
+GRADED = ("submitted", "turn_limit", "token_limit", "time_limit", "malformed_limit")
+"""Episode statuses that are training data (running, interrupted, error, cancelled and
+policy_error are not)."""
+
+
+class DataError(Exception):
+    """Logged data the trainer cannot use at all (e.g. token ids outside the vocabulary)."""
+
+
+class EpisodeRef(msgspec.Struct, kw_only=True, frozen=True):
+    """An episode chosen for a step, before its turns are read."""
+
+    id: int
+    """Episode id."""
+    problem_id: str
+    """Problem it worked on."""
+    policy_version: int
+    """Policy version that generated it (NULL in the store counts as 0)."""
+    status: str
+    """How it ended."""
+    reward: float | None
+    """Final reward (None: never graded, skipped)."""
+
+
+class Turn(msgspec.Struct, kw_only=True):
+    """The token data of one logged LLM call."""
+
+    index: int
+    """0-based position in the episode."""
+    prompt_prefix: int
+    """Tokens kept from the previous context + completion."""
+    prompt_ids: list[int] | None
+    """New prompt tokens (None: the server returned none)."""
+    completion_ids: list[int] | None
+    """Sampled tokens (None: the server returned none)."""
+    logprobs: list[float] | None
+    """Behaviour logprob of each sampled token (None: not logged)."""
+    temperature: float
+    """Sampling temperature of the call (1.0 when not logged)."""
+    tool_calls: list[dict[str, Any]]
+    """Parsed tool calls as logged ({id, name, arguments})."""
+
+
+class Doc(msgspec.Struct, kw_only=True):
+    """One linear token sequence of an episode (attention never crosses documents)."""
+
+    ids: np.ndarray
+    """Token ids (int64)."""
+    sampled: np.ndarray
+    """1 where the token was sampled by the policy and is trained (bool)."""
+    behaviour: np.ndarray
+    """Behaviour logprob at sampled tokens, 0 elsewhere (float32)."""
+    temps: np.ndarray
+    """Sampling temperature at sampled tokens, 1 elsewhere (float32)."""
+
+
+class EpisodeTokens(msgspec.Struct, kw_only=True):
+    """An episode ready for training."""
+
+    ref: EpisodeRef
+    """Which episode."""
+    docs: list[Doc]
+    """Its documents, in order."""
+    truncated: bool
+    """Cut to max_len."""
+
+    @property
+    def length(self) -> int:
+        return sum(len(d.ids) for d in self.docs)
+
+    @property
+    def reward(self) -> float:
+        return 0.0 if self.ref.reward is None else self.ref.reward
+
+
+class Skip(msgspec.Struct, kw_only=True, frozen=True):
+    """An episode left out of a step, and why."""
+
+    episode_id: int
+    """Episode id."""
+    reason: str
+    """Short reason (counted per reason in the metrics)."""
+    detail: str = ""
+    """Specifics for the log."""
+
+
+# ------------------------------------------------------------------------------------ SQL
+
+
+def latest_version(conn: Conn) -> int:
+    """Newest policy version in the store (0 when none is recorded)."""
+    row = conn.execute("SELECT max(version) FROM policies").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def candidates(conn: Conn, *, min_version: int | None, exclude: set[int],
+               limit: int | None) -> tuple[list[EpisodeRef], int]:
+    """Finished, trainable, graded episodes not in `exclude`, oldest first (at most `limit`), and
+    how many more were dropped as stale (policy version below `min_version`)."""
+    marks = ", ".join("?" * len(GRADED))
+    cur = conn.execute(
+        "SELECT id, problem_id, coalesce(policy_version, 0), status, reward FROM episodes"
+        f" WHERE finished IS NOT NULL AND trainable = 1 AND status IN ({marks}) ORDER BY id", GRADED)
+    fresh: list[EpisodeRef] = []
+    stale = 0
+    for eid, pid, version, status, reward in cur:
+        if eid in exclude:
+            continue
+        if min_version is not None and version < min_version:
+            stale += 1
+            continue
+        fresh.append(EpisodeRef(id=eid, problem_id=pid, policy_version=version, status=status,
+                                reward=None if reward is None else float(reward)))
+    return (fresh if limit is None else fresh[:limit]), stale
+
+
+def load_turns(conn: Conn, episode_ids: Sequence[int]) -> dict[int, list[Turn]]:
+    """Token data of the episodes' turns, by episode id, in turn order."""
+    out: dict[int, list[Turn]] = {i: [] for i in episode_ids}
+    ids = list(episode_ids)
+    for s in range(0, len(ids), 500):  # SQLite's host-parameter limit
+        part = ids[s:s + 500]
+        cur = conn.execute(
+            "SELECT episode_id, idx, prompt_prefix, prompt_ids, completion_ids, logprobs, sampling,"
+            f" tool_calls FROM turns WHERE episode_id IN ({', '.join('?' * len(part))})"
+            " ORDER BY episode_id, idx", part)
+        for eid, idx, prefix, p_ids, c_ids, lps, sampling, calls in cur:
+            temp = msgspec.json.decode(sampling).get("temperature")
+            out[eid].append(Turn(
+                index=idx, prompt_prefix=prefix, prompt_ids=unpack_ids(p_ids),
+                completion_ids=unpack_ids(c_ids), logprobs=unpack_logprobs(lps),
+                temperature=1.0 if not isinstance(temp, int | float) or temp <= 0 else float(temp),
+                tool_calls=msgspec.json.decode(calls)))
+    return out
+
+
+# ------------------------------------------------------------------------- sequences
+
+
+class _DocBuilder:
+    """Accumulates one document's arrays."""
+
+    def __init__(self, prefix: list[int]) -> None:
+        self.ids: list[int] = list(prefix)
+        self.sampled: list[bool] = [False] * len(prefix)
+        self.behaviour: list[float] = [0.0] * len(prefix)
+        self.temps: list[float] = [1.0] * len(prefix)
+
+    def add(self, ids: list[int], sampled: bool, logprobs: list[float] | None = None,
+            temperature: float = 1.0) -> None:
+        self.ids += ids
+        self.sampled += [sampled] * len(ids)
+        self.behaviour += logprobs if logprobs is not None else [0.0] * len(ids)
+        self.temps += [temperature if sampled else 1.0] * len(ids)
+
+    def done(self) -> Doc:
+        sampled = np.asarray(self.sampled, dtype=bool)
+        if len(sampled):
+            sampled[0] = False  # a document's first token has no context to be predicted from
+        return Doc(ids=np.asarray(self.ids, dtype=np.int64), sampled=sampled,
+                   behaviour=np.asarray(self.behaviour, dtype=np.float32),
+                   temps=np.asarray(self.temps, dtype=np.float32))
+
+
+def episode_docs(ref: EpisodeRef, turns: list[Turn], *, need_logprobs: bool) -> list[Doc] | Skip:
+    """The episode's documents from its turns, or why it cannot be used."""
+    if not turns:
+        return Skip(episode_id=ref.id, reason="no_turns")
+    if [t.index for t in turns] != list(range(len(turns))):
+        return Skip(episode_id=ref.id, reason="corrupt", detail="turn indices are not 0..n-1")
+    docs: list[Doc] = []
+    cur = _DocBuilder([])
+    for t in turns:
+        if t.prompt_ids is None or t.completion_ids is None:
+            return Skip(episode_id=ref.id, reason="corrupt", detail=f"turn {t.index} has no token ids")
+        lps = t.logprobs
+        if lps is not None and (len(lps) != len(t.completion_ids) or not all(map(math.isfinite, lps))):
+            return Skip(episode_id=ref.id, reason="corrupt",
+                        detail=f"turn {t.index}: behaviour logprobs missing, non-finite or mis-sized")
+        if need_logprobs and lps is None:
+            return Skip(episode_id=ref.id, reason="no_logprobs", detail=f"turn {t.index}")
+        if t.prompt_prefix > len(cur.ids):
+            return Skip(episode_id=ref.id, reason="corrupt",
+                        detail=f"turn {t.index}: prompt_prefix {t.prompt_prefix} > context {len(cur.ids)}")
+        if t.prompt_prefix < len(cur.ids):  # the server re-rendered: continue in a new document
+            docs.append(cur.done())
+            cur = _DocBuilder(cur.ids[:t.prompt_prefix])
+        cur.add(t.prompt_ids, sampled=False)
+        cur.add(t.completion_ids, sampled=True, logprobs=lps, temperature=t.temperature)
+    docs.append(cur.done())
+    return [d for d in docs if len(d.ids)]
+
+
+def check_vocab(ref: EpisodeRef, docs: list[Doc], vocab_size: int) -> None:
+    """Raise DataError naming the episode when a token id does not fit the model."""
+    for d in docs:
+        if len(d.ids) and (int(d.ids.min()) < 0 or int(d.ids.max()) >= vocab_size):
+            bad = int(d.ids.max()) if int(d.ids.max()) >= vocab_size else int(d.ids.min())
+            raise DataError(f"episode {ref.id} (problem {ref.problem_id}): token id {bad} is outside the"
+                            f" model's vocabulary (0..{vocab_size - 1}); was it generated by another"
+                            " model or tokenizer? Point --model at the policy's model.")
+
+
+def truncate(docs: list[Doc], max_len: int) -> tuple[list[Doc], bool]:
+    """The first max_len tokens of the episode (the stated rule in the module docstring)."""
+    kept: list[Doc] = []
+    room = max_len
+    for d in docs:
+        if room <= 0:
+            return kept, True
+        if len(d.ids) <= room:
+            kept.append(d)
+            room -= len(d.ids)
+            continue
+        kept.append(Doc(ids=d.ids[:room], sampled=d.sampled[:room], behaviour=d.behaviour[:room],
+                        temps=d.temps[:room]))
+        return kept, True
+    return kept, False
+
+
+def build_episode(ref: EpisodeRef, turns: list[Turn], *, max_len: int, vocab_size: int,
+                  need_logprobs: bool) -> EpisodeTokens | Skip:
+    """Token sequences of one episode, truncated to max_len; a Skip when it is unusable.
+    Raises DataError for token ids outside the vocabulary."""
+    if ref.reward is None:
+        return Skip(episode_id=ref.id, reason="ungraded")
+    docs = episode_docs(ref, turns, need_logprobs=need_logprobs)
+    if isinstance(docs, Skip):
+        return docs
+    check_vocab(ref, docs, vocab_size)
+    docs, cut = truncate(docs, max_len)
+    if not any(d.sampled.any() for d in docs):
+        return Skip(episode_id=ref.id, reason="no_sampled_tokens")
+    return EpisodeTokens(ref=ref, docs=docs, truncated=cut)
+
+
+# ----------------------------------------------------------------------- RFT filters
+
+
+def looping(turns: list[Turn], repeats: int) -> bool:
+    """The same completion, or the same tool call (name and arguments), `repeats` or more times."""
+    completions: dict[tuple[int, ...], int] = {}
+    calls: dict[tuple[str, str], int] = {}
+    for t in turns:
+        key = tuple(t.completion_ids or ())
+        completions[key] = completions.get(key, 0) + 1
+        for c in t.tool_calls:
+            k = (str(c.get("name")), str(c.get("arguments")))
+            calls[k] = calls.get(k, 0) + 1
+    return max([*completions.values(), *calls.values(), 0]) >= repeats
+
+
+def malformed_call(turns: list[Turn]) -> str | None:
+    """The first logged tool call that names no skill or whose arguments do not decode, as the
+    daemon's skills read them (skills.base), or None."""
+    import skills
+    from skills.base import SkillNotFound, decode_args, get_skill
+
+    skills.load_skills()
+    for t in turns:
+        for c in t.tool_calls:
+            name, args = str(c.get("name")), c.get("arguments", "{}")
+            try:
+                skill = get_skill(name)
+            except SkillNotFound:
+                return f"turn {t.index}: unknown tool {name!r}"
+            problem = decode_args(skill, args if isinstance(args, str | dict) else str(args))
+            if isinstance(problem, str):
+                return f"turn {t.index}: {problem}"
+    return None
+
+
+def rft_keep(ref: EpisodeRef, turns: list[Turn], *, min_reward: float, loop_repeats: int) -> Skip | None:
+    """None when the episode is RFT data: reward above min_reward, no loop, no malformed call."""
+    if ref.reward is None or ref.reward <= min_reward:
+        return Skip(episode_id=ref.id, reason="low_reward")
+    if ref.status == "malformed_limit":
+        return Skip(episode_id=ref.id, reason="malformed", detail="ended on the malformed-call limit")
+    if looping(turns, loop_repeats):
+        return Skip(episode_id=ref.id, reason="looping")
+    bad = malformed_call(turns)
+    return None if bad is None else Skip(episode_id=ref.id, reason="malformed", detail=bad)
+
+
+# --------------------------------------------------------------------------- packing
+
+
+def pack(episodes: Sequence[EpisodeTokens], max_len: int) -> list[list[EpisodeTokens]]:
+    """Rows of whole episodes, each at most max_len tokens: first fit by decreasing length
+    (ties by episode id, so the packing is deterministic)."""
+    rows: list[list[EpisodeTokens]] = []
+    room: list[int] = []
+    for ep in sorted(episodes, key=lambda e: (-e.length, e.ref.id)):
+        for i, r in enumerate(room):
+            if ep.length <= r:
+                rows[i].append(ep)
+                room[i] -= ep.length
+                break
+        else:
+            rows.append([ep])
+            room.append(max_len - ep.length)
+    return rows
+
+
+class Batch(msgspec.Struct, kw_only=True):
+    """One micro-batch: whole rows concatenated into a single sequence (no padding).
+    N = sampled tokens, grouped by episode in episode order; E = episodes."""
+
+    input_ids: torch.Tensor
+    """(1, T) token ids."""
+    position_ids: torch.Tensor
+    """(1, T) positions, restarting at 0 in every document."""
+    doc_lens: tuple[int, ...]
+    """Document lengths in order (sum = T)."""
+    pred_pos: torch.Tensor
+    """(N,) position whose hidden state predicts each sampled token (its position - 1)."""
+    targets: torch.Tensor
+    """(N,) the sampled token ids."""
+    behaviour: torch.Tensor
+    """(N,) behaviour logprobs."""
+    temps: torch.Tensor
+    """(N,) sampling temperatures."""
+    rewards: torch.Tensor
+    """(N,) the episode's reward on its last sampled token, 0 elsewhere."""
+    ep_counts: list[int]
+    """(E,) sampled tokens per episode."""
+    ep_index: torch.Tensor
+    """(N,) where each sampled token sits in the (E, L) per-episode grid, L = max(ep_counts)."""
+    episode_ids: list[int]
+    """(E,) episode ids."""
+    weight: float = 1.0
+    """1; 0 for a filler batch a data-parallel rank runs only to keep in step with the others."""
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.input_ids.shape[1])
+
+    def per_episode(self, flat: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(N,) -> (E, L) zero-padded, and its (E, L) mask (index writes: no host sync)."""
+        e, width = len(self.ep_counts), max(self.ep_counts)
+        padded = flat.new_zeros(e * width).index_put((self.ep_index,), flat).view(e, width)
+        mask = torch.zeros(e * width, dtype=torch.bool, device=flat.device)
+        mask[self.ep_index] = True
+        return padded, mask.view(e, width)
+
+    def flat(self, padded: torch.Tensor) -> torch.Tensor:
+        """(E, L) -> (N,), the inverse of per_episode."""
+        return padded.reshape(-1)[self.ep_index]
+
+
+def make_batch(rows: Sequence[Sequence[EpisodeTokens]], device: torch.device | str = "cpu") -> Batch:
+    """Concatenate rows of episodes into one micro-batch on `device`."""
+    ids: list[np.ndarray] = []
+    pos: list[np.ndarray] = []
+    pred: list[np.ndarray] = []
+    tgt: list[np.ndarray] = []
+    beh: list[np.ndarray] = []
+    tmp: list[np.ndarray] = []
+    rew: list[np.ndarray] = []
+    lens: list[int] = []
+    counts: list[int] = []
+    eids: list[int] = []
+    offset = 0
+    for row in rows:
+        for ep in row:
+            n_before = len(tgt)
+            for d in ep.docs:
+                ids.append(d.ids)
+                pos.append(np.arange(len(d.ids)))
+                lens.append(len(d.ids))
+                where = np.nonzero(d.sampled)[0]
+                pred.append(where - 1 + offset)
+                tgt.append(d.ids[where])
+                beh.append(d.behaviour[where])
+                tmp.append(d.temps[where])
+                offset += len(d.ids)
+            n_ep = sum(len(t) for t in tgt[n_before:])
+            r = np.zeros(n_ep, dtype=np.float32)
+            r[-1] = ep.reward
+            rew.append(r)
+            counts.append(n_ep)
+            eids.append(ep.ref.id)
+
+    def cat(parts: list[np.ndarray], dtype: torch.dtype) -> torch.Tensor:
+        return torch.from_numpy(np.concatenate(parts)).to(device=device, dtype=dtype)
+
+    width = max(counts)
+    grid = [np.arange(c) + i * width for i, c in enumerate(counts)]
+    return Batch(input_ids=cat(ids, torch.long)[None], position_ids=cat(pos, torch.long)[None],
+                 doc_lens=tuple(lens), pred_pos=cat(pred, torch.long), targets=cat(tgt, torch.long),
+                 behaviour=cat(beh, torch.float32), temps=cat(tmp, torch.float32),
+                 rewards=cat(rew, torch.float32), ep_counts=counts, ep_index=cat(grid, torch.long),
+                 episode_ids=eids)
