@@ -39,6 +39,11 @@ if [ "$1" = stability ]; then
   step stability; TAIL=8 run 270 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-h200
   step sandbox; TAIL=8 run 90 bench_sandbox.log python3 benchmarks/bench_sandbox.py --backend cuda --repeats 10 --out sandbox-overhead-h200
 fi
+if [ "$1" = train ]; then  # trainer step benchmark, then GPU slot occupancy of the runtime
+  python3 -c 'import transformers, peft, accelerate; print("transformers", transformers.__version__, "peft", peft.__version__, "accelerate", accelerate.__version__)' | tee -a "$OUT/gpu.txt"
+  step trainer; TAIL=30 run 280 bench_trainer.log python3 benchmarks/bench_trainer.py
+  step gpu-busy; TAIL=20 run 200 bench_runtime_gpu.log python3 benchmarks/bench_runtime.py --gpu-busy --seconds 100 --warmup 45 --gpu-slots 1 --in-flight 8 --baselines eager
+fi
 if [ "$1" = compile ]; then
   step compile; TAIL=12 run 110 bench_compile.log python3 benchmarks/bench_compile.py --out compile-h200
 fi
