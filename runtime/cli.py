@@ -2,6 +2,9 @@
 
     kagent eval PROBLEM.py SOLUTION [--backend cuda|cpu] [--mode final|profile|test] [--json]
     kagent problems list [--root problems] [--level N]
+    kagent solve FILE [--out DIR]             through the running kagentd (streams progress)
+    kagent episodes list|show ID|export       the store (runtime/cli_runtime.py)
+    kagent replay EPISODE [--skip-timing]     re-run a logged episode's tool calls and compare
 
 SOLUTION is a workspace directory (model_new.py + kernels/) or a single KernelBench-style
 model_new.py that builds its own kernels with load_inline.
@@ -68,6 +71,9 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     _eval_args(sub)
     _problems_args(sub)
+    from runtime.cli_runtime import add_parsers
+
+    add_parsers(sub)
     return ap
 
 
@@ -132,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "eval":
             return run_eval(args)
-        return run_problems(args)
+        if args.command == "problems":
+            return run_problems(args)
+        from runtime.cli_runtime import run
+
+        return run(args)
     except BrokenPipeError:  # `kagent problems list | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
