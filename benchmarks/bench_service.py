@@ -123,8 +123,31 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     finally:
         policy.terminate()
         policy.wait()
+    db = tmp / "state" / "kagent.db"
     return {"backend": args.backend, "problem": PROBLEM, "start_s": start_s, "stop_s": stop_s,
-            "latency_ms": {p: {"median": m, "p95": q} for p, (m, q) in lat.items()}, "solves": solves}
+            "latency_ms": {p: {"median": m, "p95": q} for p, (m, q) in lat.items()}, "solves": solves,
+            "store": trajectory(db, solves, env)}
+
+
+def trajectory(db: Path, solves: list[dict[str, Any]], env: dict[str, str]) -> dict[str, Any]:
+    """What the store holds for each solved episode, and `kagent episodes show` of the first."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    out: dict[str, Any] = {}
+    for s in solves:
+        eid = s["episode_id"]
+        turns, with_ids = conn.execute("SELECT count(*), count(completion_ids) FROM turns WHERE episode_id = ?", (eid,)).fetchone()
+        calls = conn.execute("SELECT count(*) FROM tool_calls WHERE episode_id = ?", (eid,)).fetchone()[0]
+        evals = conn.execute("SELECT group_concat(mode) FROM evaluations WHERE episode_id = ?", (eid,)).fetchone()[0]
+        out[str(eid)] = {"turns": turns, "turns_with_token_ids": with_ids, "tool_calls": calls, "evaluations": evals}
+    conn.close()
+    if solves:
+        show = subprocess.run([sys.executable, "-m", "runtime.cli", "episodes", "show", str(solves[0]["episode_id"]),
+                               "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True)
+        out["show_exit"] = show.returncode
+        out["show"] = show.stdout[-6000:] + show.stderr[-2000:]
+    return out
 
 
 def main() -> int:
@@ -144,6 +167,11 @@ def main() -> int:
                      f"{s['seconds']:.1f} s{first}; {s['status']}, reward {s['reward']}, "
                      f"x{s['speedup_eager'] or 0:.2f} eager, x{s['speedup_compile'] or 0:.2f} compile"])
     print(table(["measure", "value"], rows))
+    store = result["store"]
+    for eid, facts in store.items():
+        if isinstance(facts, dict):
+            print(f"episode {eid} in the store: {facts}")
+    print(f"kagent episodes show (exit {store.get('show_exit')}):\n{store.get('show', '')}")
     path = write_result(f"service-{args.backend}", {"environment": environment(), **result})
     print(f"wrote {path}")
     return 0
