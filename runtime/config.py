@@ -4,8 +4,8 @@
     [http]                        # the OpenAI-compatible endpoint
     [watch]                       # what the daemon watches
     [hotload]                     # checkpoints -> policy server
-    [policy]                      # runtime.policy.PolicyConfig (the LLM endpoint)
-    [scheduler]                   # runtime.scheduler.SchedulerConfig (slots, limits, problems)
+    [policy]                      # runtime.settings.PolicyConfig (the LLM endpoint)
+    [scheduler]                   # runtime.settings.SchedulerConfig (slots, limits, problems)
 
 Precedence, lowest first: defaults, the TOML file, environment variables
 `KAGENT_<SECTION>__<FIELD>` (nested: `KAGENT_SCHEDULER__LIMITS__MAX_TURNS`), then flags
@@ -33,8 +33,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from runtime.policy import PolicyConfig
-from runtime.scheduler import SchedulerConfig
+# runtime.settings, not runtime.policy/scheduler: those import openai and torch, and the CLI
+# commands that only read the config (kagentd status/stop, kagent episodes) must start fast.
+from runtime.settings import PolicyConfig, SchedulerConfig
 
 ENV_PREFIX = "KAGENT_"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})

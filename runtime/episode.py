@@ -36,6 +36,7 @@ from runtime.episode_support import (
     untouched_result,
 )
 from runtime.policy import ContextFull, Generation, Policy, PolicyError
+from runtime.settings import EpisodeLimits as EpisodeLimits  # re-exported: its old home
 from runtime.store import Store
 from runtime.store_rows import (
     EpisodeStatus,
@@ -53,21 +54,6 @@ from skills.workspace import Workspace, WorkspaceConfig
 
 log = logging.getLogger("kagent.episode")
 GRADED = frozenset({"submitted", "turn_limit", "token_limit", "time_limit", "malformed_limit"})
-
-
-class EpisodeLimits(msgspec.Struct, kw_only=True, frozen=True):
-    """When an episode stops."""
-
-    max_turns: int = 150
-    """LLM calls per episode (turn_limit)."""
-    max_context_tokens: int = 65536
-    """Prompt + completion tokens of one call (token_limit); keep within the server's max_model_len."""
-    max_seconds: float = 3600.0
-    """Wall time of the agent's loop (time_limit); a tool call already running finishes first."""
-    max_malformed: int = 10
-    """Malformed tool calls (and replies without any) tolerated; one more ends it (malformed_limit)."""
-    max_tool_output_chars: int = 8000
-    """Tool output returned to the model is cut to this many characters."""
 
 
 class EpisodeEvent(msgspec.Struct, kw_only=True):

@@ -21,13 +21,15 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import httpx
 import msgspec
 import openai
 
+from runtime.settings import PolicyConfig as PolicyConfig  # re-exported: its old home
+from runtime.settings import TokenMode as TokenMode
 from runtime.store_rows import Message, ToolCallSpec
 from runtime.tokens import (
     HFRenderer,
@@ -40,49 +42,6 @@ from runtime.tokens import (
 
 log = logging.getLogger("kagent.policy")
 T = TypeVar("T")
-
-TokenMode = Literal["token_in", "chat"]
-"""token_in: chat completions for turn 0, then completions on token ids; chat: always chat."""
-
-
-class PolicyConfig(msgspec.Struct, kw_only=True, frozen=True):
-    """How the runtime reaches the policy server."""
-
-    name: str = "openai"
-    """Client class by name (runtime.policy.POLICIES)."""
-    base_url: str = "http://127.0.0.1:8000/v1"
-    """OpenAI-compatible endpoint, including /v1."""
-    model: str = "policy"
-    """Model name to request (vllm serve ... --served-model-name policy); a LoRA adapter's name after a hot-load."""
-    api_key: str = "EMPTY"
-    """Bearer token for the policy server."""
-    temperature: float = 1.0
-    """Sampling temperature (1.0: sample the policy as trained)."""
-    top_p: float = 1.0
-    """Nucleus sampling threshold."""
-    max_tokens: int = 8192
-    """Most tokens generated per turn (also bounded by the episode's context limit)."""
-    seed: int | None = None
-    """Sampling seed sent with each call (None: the server's choice)."""
-    timeout_s: float = 600.0
-    """Seconds one HTTP call may take before it counts as a timeout (and is retried)."""
-    retries: int = 4
-    """Retries of a call after 429, 5xx, 408/409, timeouts and connection errors."""
-    backoff_s: float = 1.0
-    """First retry delay; doubles each retry."""
-    backoff_max_s: float = 30.0
-    """Longest retry delay."""
-    token_mode: TokenMode = "token_in"
-    """token_in (exact token context, completions API after turn 0) or chat (messages every turn)."""
-    renderer: Literal["server", "hf"] = "server"
-    """How new messages become token ids: the server's POST /tokenize, or a local HF tokenizer."""
-    tokenizer: str | None = None
-    """Hugging Face tokenizer for renderer "hf" (None: the model name)."""
-    tool_parser: str = "hermes"
-    """Parser for tool calls in raw completion text (runtime.tokens.TOOL_PARSERS)."""
-    logprobs: bool = True
-    """Ask for the behaviour logprob of each sampled token."""
-
 
 class PolicyError(Exception):
     """The policy server failed; `reason` says how, `transient` whether retrying later may help."""

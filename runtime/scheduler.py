@@ -5,6 +5,8 @@
              re-queued jobs first, then (with `rollouts`) problems drawn from the curriculum
     solve()  an HTTP request: its own episode, ahead of every rollout (rollouts wait while a
              request waits for room)
+    drain()  a graceful stop: nothing new starts (no rollouts, no re-queued jobs; requests get
+             `Draining`), episodes already running go on; `wait_idle()` returns when none is left
 
 Limits: `max_in_flight` episodes at once; `max_in_flight_per_version` rollouts running under the
 current policy version (and optionally `max_rollouts_per_version` started under it), so samples
@@ -25,20 +27,20 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Literal
 
 import anyio
 import anyio.abc
 import msgspec
 
 from runtime.curriculum_source import CurriculumSource, NoProblems, StoreCurriculum, scan_problems
-from runtime.episode import EpisodeEvent, EpisodeLimits, EpisodeOutcome, run_episode
+from runtime.episode import EpisodeEvent, EpisodeOutcome, run_episode
 from runtime.policy import Policy, PolicyError
+from runtime.settings import SchedulerConfig as SchedulerConfig  # re-exported: its old home
 from runtime.slots import EvalSlots, LeasedEvaluator
 from runtime.store import Store
 from runtime.store_rows import Origin, ProblemRow
 from skills import load_skills
-from skills.evaluate import EvalConfig, WarmPool
+from skills.evaluate import WarmPool
 from skills.problem import load_problem_source, source_id
 from skills.workspace import WorkspaceConfig
 
@@ -46,49 +48,11 @@ log = logging.getLogger("kagent.scheduler")
 OnEvent = Callable[[EpisodeEvent], Awaitable[None]]
 
 
-class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
-    """How many episodes run, where they evaluate, and where rollouts come from."""
+class Draining(Exception):
+    """The scheduler is draining (the daemon is stopping): it starts no new episode."""
 
-    backend: Literal["cuda", "cpu"] = "cuda"
-    """Where kernels build and run (overrides eval.backend)."""
-    gpu_slots: int = 1
-    """Exclusive GPU evaluation slots (cuda): slot i uses GPU gpus[i]."""
-    gpus: list[str] | None = None
-    """CUDA_VISIBLE_DEVICES per slot (None: "0" .. gpu_slots-1)."""
-    cpu_slots: int = 1
-    """Exclusive evaluation slots on the cpu backend (timed OpenMP code wants every core)."""
-    compile_workers: int = 0
-    """Builds at once (0 = CPU cores)."""
-    max_in_flight: int = 8
-    """Episodes running at once (requests and rollouts together)."""
-    max_in_flight_per_version: int = 64
-    """Rollouts running under the current policy version at once."""
-    max_rollouts_per_version: int | None = None
-    """Rollouts started under one policy version before new ones wait for the next (None: no cap)."""
-    rollouts: bool = False
-    """True: draw rollout jobs from the curriculum continuously."""
-    problems_dir: str = "problems"
-    """The problems folder (levelN/*.py) rollouts are drawn from."""
-    workspace_root: str | None = None
-    """Parent folder of episode workspaces (None: $XDG_STATE_HOME/kagent/workspaces)."""
-    limits: EpisodeLimits = msgspec.field(default_factory=EpisodeLimits)
-    """Per-episode turn, token, time and malformed-call limits."""
-    eval: EvalConfig = msgspec.field(default_factory=EvalConfig)
-    """Evaluation settings (backend and GPU are set per slot)."""
-    warm_workers: bool = True
-    """Keep each slot's next evaluation workers started ahead of time."""
-    tools: list[str] | None = None
-    """Skills offered to the agent (None: every registered skill)."""
-    request_attempts: int = 3
-    """Episodes tried for one request when the policy server fails."""
-    policy_backoff_s: float = 2.0
-    """First wait after a policy error before anything new starts; doubles per failure."""
-    policy_backoff_max_s: float = 60.0
-    """Longest such wait."""
-    curriculum_refresh_s: float = 30.0
-    """Seconds between reads of the store's curriculum weights."""
-    seed: int | None = None
-    """Seed of the curriculum's sampling (None: random)."""
+    def __init__(self) -> None:
+        super().__init__("kagent is shutting down and starts no new episodes; try again later")
 
 
 class SchedulerStatus(msgspec.Struct, kw_only=True):
@@ -120,6 +84,8 @@ class SchedulerStatus(msgspec.Struct, kw_only=True):
     """Problems rollouts can be drawn from."""
     rollouts: bool
     """Drawing rollouts from the curriculum."""
+    draining: bool = False
+    """Stopping: nothing new starts; running episodes finish."""
 
 
 class _Job(msgspec.Struct, kw_only=True):
@@ -149,6 +115,9 @@ class Scheduler:
         self._requeued: deque[_Job] = deque()
         self._requests_waiting = 0
         self._in_flight = 0
+        self._draining = False
+        self._idle = anyio.Event()  # set while no episode runs; replaced when one starts
+        self._idle.set()
         self._rollouts_by_version: Counter[int | None] = Counter()
         self._started_by_version: Counter[int | None] = Counter()
         self._by_status: Counter[str] = Counter()
@@ -178,14 +147,17 @@ class Scheduler:
                     job = await self._next_job()
                     # Counted before the task starts, so the next _pick already sees it.
                     version = self.policy.version
-                    self._in_flight += 1
+                    self._enter()
                     if job.origin == "rollout":
                         self._rollouts_by_version[version] += 1
                         self._started_by_version[version] += 1
                     tg.start_soon(self._run_job, job, version)
 
     async def solve(self, source: str, *, name: str = "request", on_event: OnEvent | None = None) -> EpisodeOutcome:
-        """One episode on a problem given as KernelBench source (ProblemError when it is not one)."""
+        """One episode on a problem given as KernelBench source (ProblemError when it is not one,
+        Draining once `drain()` was called and this request has not started)."""
+        if self._draining:
+            raise Draining
         loaded = await anyio.to_thread.run_sync(lambda: load_problem_source(source, name))
         p = loaded.problem
         problem = ProblemRow(id=source_id(source), name=name, source="request", level=p.level,
@@ -198,9 +170,8 @@ class Scheduler:
             try:
                 outcome = await self._episode(problem, source, "request", on_event)
             finally:
-                self._in_flight -= 1
-                self._notify()
-            if outcome.status != "policy_error":
+                self._leave()
+            if outcome.status != "policy_error" or self._draining:
                 break
         assert outcome is not None
         return outcome
@@ -216,12 +187,29 @@ class Scheduler:
             slot_busy_fraction=self.slots.busy_fraction(), policy_version=self.policy.version,
             policy_model=self.policy.model, finished=sum(self._by_status.values()), by_status=dict(self._by_status),
             turns_per_s=len(self._turns) / window if self._turns and window > 0 else None,
-            policy_error=self._gate_note(now), problems=len(self.problems), rollouts=self.config.rollouts)
+            policy_error=self._gate_note(now), problems=len(self.problems),
+            rollouts=self.config.rollouts and not self._draining, draining=self._draining)
+
+    def drain(self) -> None:
+        """Start nothing new from now on: no rollouts, no re-queued jobs, no requests (those
+        waiting for room and later ones raise `Draining`). Episodes already running go on;
+        `wait_idle()` says when they are done. There is no way back: a drained scheduler is
+        stopped by cancelling `run()`."""
+        if not self._draining:
+            self._draining = True
+            log.info("draining: %d episode(s) running, %d job(s) not started", self._in_flight,
+                     len(self._requeued) + self._requests_waiting)
+            self._notify()
+
+    @property
+    def draining(self) -> bool:
+        return self._draining
 
     async def wait_idle(self) -> None:
-        """Until no episode is running (a graceful stop: turn rollouts off first)."""
+        """Until no episode is running (at once when none is). Without `drain()` first, rollouts
+        may start again right after."""
         while self._in_flight:
-            await self._changed.wait()
+            await self._idle.wait()
 
     def set_policy(self, version: int, model: str | None = None) -> None:
         """A hot-load advanced the policy version (`model`: the adapter name to request, if changed)."""
@@ -256,7 +244,7 @@ class Scheduler:
 
     async def _pick(self) -> _Job | None:
         cfg = self.config
-        if not self._gate_open() or self._in_flight >= cfg.max_in_flight or self._requests_waiting:
+        if self._draining or not self._gate_open() or self._in_flight >= cfg.max_in_flight or self._requests_waiting:
             return None
         if self._requeued:
             return self._requeued.popleft()
@@ -270,6 +258,8 @@ class Scheduler:
         except NoProblems as exc:
             log.warning("%s", exc)
             return None
+        if self._draining:  # drain() came while the curriculum was read
+            return None
         return _Job(problem=problem, source=problem.code or "", origin="rollout")
 
     async def _admit_request(self) -> None:
@@ -277,13 +267,15 @@ class Scheduler:
         try:
             while True:
                 changed = self._changed
+                if self._draining:
+                    raise Draining
                 await self._maybe_probe()
                 if self._gate_open() and self._in_flight < self.config.max_in_flight:
                     break
                 await self._wait(changed)
         finally:
             self._requests_waiting -= 1
-        self._in_flight += 1
+        self._enter()
 
     async def _run_job(self, job: _Job, version: int | None) -> None:
         rollout = job.origin == "rollout"
@@ -294,10 +286,9 @@ class Scheduler:
         except Exception:  # the store failed (episode bugs end as status error inside run_episode)
             log.exception("episode on %s failed outside its loop", job.problem.name)
         finally:
-            self._in_flight -= 1
             if rollout:
                 self._rollouts_by_version[version] -= 1
-            self._notify()
+            self._leave()
 
     async def _episode(self, problem: ProblemRow, source: str, origin: Origin,
                        on_event: OnEvent | None) -> EpisodeOutcome:
@@ -375,6 +366,18 @@ class Scheduler:
             timeout = max(0.0, self._gate_open_at - time.monotonic())
         with anyio.move_on_after(timeout):
             await changed.wait()
+
+    def _enter(self) -> None:
+        """An episode is about to start (counted before its task starts, so the next pick sees it)."""
+        self._in_flight += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    def _leave(self) -> None:
+        self._in_flight -= 1
+        if not self._in_flight:
+            self._idle.set()
+        self._notify()
 
     def _notify(self) -> None:
         self._changed.set()

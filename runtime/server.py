@@ -40,7 +40,7 @@ from runtime import queries
 from runtime.answer import RequestError, extract_module, last_user_text, render_answer
 from runtime.config import HttpConfig
 from runtime.episode import EpisodeEvent, EpisodeOutcome
-from runtime.scheduler import SchedulerStatus
+from runtime.scheduler import Draining, SchedulerStatus
 from runtime.store import Store
 from runtime.store_export import iter_records
 from runtime.transcript import render
@@ -261,6 +261,8 @@ class Solve:
                           code=o.status)
         if isinstance(exc, ProblemError):
             return _error(400, f"the problem does not load: {exc}", code="bad_problem", param="messages")
+        if isinstance(exc, Draining):  # stopping began while the request waited for room: retryable
+            return _error(503, str(exc), code="draining")
         return _error(500, f"the episode failed: {type(exc).__name__}: {exc}", code="episode_failed")
 
     def _extension(self, outcome: EpisodeOutcome) -> dict[str, Any]:

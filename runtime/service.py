@@ -151,13 +151,16 @@ class Daemon:
     async def _drain(self, state: ServerState, scheduler: Scheduler, force: anyio.Event) -> None:
         """Stop taking work, give running episodes `grace_seconds`, then cancel requests left."""
         state.draining = True
-        # The scheduler has no drain call: a config that starts nothing new does it (it reads
-        # its config on every pick). Requests already admitted run on.
-        scheduler.config = msgspec.structs.replace(scheduler.config, rollouts=False, max_in_flight=0)
+        scheduler.drain()  # requests already running go on; those waiting for room end now
         grace = self.config.daemon.grace_seconds
         with anyio.move_on_after(grace) as waited:
-            while scheduler.status().running > 0 and not force.is_set():  # noqa: ASYNC110 (no event for this)
-                await anyio.sleep(0.1)
+            async with anyio.create_task_group() as tg:
+                async def forced() -> None:
+                    await force.wait()
+                    tg.cancel_scope.cancel()
+                tg.start_soon(forced)
+                await scheduler.wait_idle()
+                tg.cancel_scope.cancel()
         left = scheduler.status().running
         if waited.cancelled_caught and left:
             log.warning("grace period of %g s over: cancelling %d running episodes", grace, left)

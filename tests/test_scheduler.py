@@ -1,6 +1,6 @@
 """The scheduler: concurrent rollouts under the per-version caps, requests ahead of rollouts,
-interrupted episodes re-queued after a kill -9, the policy server failing and coming back, and
-the curriculum source. Real HTTP (scripted policy), real SQLite; the scripted agent never writes
+interrupted episodes re-queued after a kill -9, the policy server failing and coming back, a
+graceful drain, and the curriculum source. Real HTTP (scripted policy), real SQLite; the scripted agent never writes
 a kernel, so grading takes the untouched-workspace path and no evaluation workers start.
 """
 
@@ -22,7 +22,7 @@ import pytest
 from runtime.curriculum_source import StoreCurriculum, scan_problems
 from runtime.episode import EpisodeLimits
 from runtime.policy import Policy, PolicyConfig, make_policy
-from runtime.scheduler import Scheduler, SchedulerConfig, SchedulerStatus
+from runtime.scheduler import Draining, Scheduler, SchedulerConfig, SchedulerStatus
 from runtime.scripted import scripted_server
 from runtime.store import CurriculumRow, EpisodeRow, Store
 from skills.build import BuildConfig
@@ -238,6 +238,71 @@ def test_policy_server_down_backs_off_says_why_and_recovers(tmp_path: Path) -> N
         assert any(e.policy_error is not None and "HTTP 500" in e.policy_error for e in errors)
         assert [r.status for r in rows[:3]] == ["policy_error", "policy_error", "turn_limit"]
         assert rows[1].started - (rows[0].finished or 0.0) >= 0.2  # the backoff held new episodes back
+
+    anyio.run(main)
+
+
+def test_drain_lets_running_rollouts_finish_and_starts_none(tmp_path: Path) -> None:
+    cfg = sched_config(tmp_path, rollouts=True, max_in_flight=2)
+
+    async def main() -> None:
+        async with scripted_server([LIST], loop=True, delay_s=0.2) as url, Store.open(tmp_path / "k.db") as store:
+            async with running(cfg, store, url) as (sched, _):
+                with anyio.fail_after(0.5):
+                    await sched.wait_idle()  # nothing ran yet: at once
+                await until(lambda: sched.status().running == 2)
+                sched.drain()
+                sched.drain()  # idempotent
+                st = sched.status()
+                assert (st.draining, st.rollouts, st.running) == (True, False, 2)
+                started = st.finished + st.running
+                with anyio.fail_after(30):
+                    await sched.wait_idle()
+                idle_at = time.time()
+                assert sched.status().running == 0
+                rows = await store.list_episodes()
+                await anyio.sleep(0.6)  # rollouts were on: none may start now
+                assert len(await store.list_episodes()) == len(rows) == started
+                assert sched.status().running == 0
+        assert all(r.status == "turn_limit" and r.finished is not None for r in rows), rows  # finished, not cancelled
+        assert idle_at - max(r.finished or 0.0 for r in rows) < 0.5  # woken by the last one, not by polling late
+
+    anyio.run(main)
+
+
+def test_drain_refuses_waiting_and_new_requests_and_finishes_running_ones(tmp_path: Path) -> None:
+    cfg = sched_config(tmp_path, max_in_flight=1)
+    source = (ROOT / "problems" / "level1" / "01_relu.py").read_text()
+
+    async def main() -> None:
+        async with scripted_server([LIST], loop=True, delay_s=0.2) as url, Store.open(tmp_path / "k.db") as store:
+            async with running(cfg, store, url) as (sched, _):
+                results: dict[str, Any] = {}
+
+                async def request(key: str) -> None:
+                    try:
+                        results[key] = await sched.solve(source, name="level1/01_relu")
+                    except Draining as exc:
+                        results[key] = exc
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(request, "first")
+                    await until(lambda: sched.status().running == 1)
+                    tg.start_soon(request, "second")
+                    await until(lambda: sched.status().queued == 1)
+                    sched.drain()
+                    await until(lambda: "second" in results, seconds=2.0)  # refused at once
+                    assert "first" not in results and sched.status().running == 1
+                    with pytest.raises(Draining, match="shutting down"):
+                        await sched.solve(source, name="later")
+                    with anyio.fail_after(30):
+                        await sched.wait_idle()
+                    assert "first" in results
+                rows = await store.list_episodes()
+        first, second = results["first"], results["second"]
+        assert isinstance(second, Draining) and "starts no new episodes" in str(second)
+        assert not isinstance(first, Draining) and first.status == "turn_limit" and first.turns == 3
+        assert [(r.origin, r.status) for r in rows] == [("request", "turn_limit")]
 
     anyio.run(main)
 

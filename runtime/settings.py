@@ -1,0 +1,117 @@
+"""The settings Structs of the runtime's components, in a module that imports no torch, openai
+or skills worker code, so that `runtime.config` (and with it `kagentd status`/`stop` and the
+`kagent episodes` commands) loads fast. The components re-export them under their old names:
+`runtime.policy.PolicyConfig`, `runtime.episode.EpisodeLimits`,
+`runtime.scheduler.SchedulerConfig`. tests/test_light_imports.py keeps this module torch-free.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+# skills.evaluate is torch-free at import time (tests/test_light_imports.py checks it).
+from skills.evaluate import EvalConfig
+
+TokenMode = Literal["token_in", "chat"]
+"""token_in: chat completions for turn 0, then completions on token ids; chat: always chat."""
+
+
+class PolicyConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """How the runtime reaches the policy server."""
+
+    name: str = "openai"
+    """Client class by name (runtime.policy.POLICIES)."""
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """OpenAI-compatible endpoint, including /v1."""
+    model: str = "policy"
+    """Model name to request (vllm serve ... --served-model-name policy); a LoRA adapter's name after a hot-load."""
+    api_key: str = "EMPTY"
+    """Bearer token for the policy server."""
+    temperature: float = 1.0
+    """Sampling temperature (1.0: sample the policy as trained)."""
+    top_p: float = 1.0
+    """Nucleus sampling threshold."""
+    max_tokens: int = 8192
+    """Most tokens generated per turn (also bounded by the episode's context limit)."""
+    seed: int | None = None
+    """Sampling seed sent with each call (None: the server's choice)."""
+    timeout_s: float = 600.0
+    """Seconds one HTTP call may take before it counts as a timeout (and is retried)."""
+    retries: int = 4
+    """Retries of a call after 429, 5xx, 408/409, timeouts and connection errors."""
+    backoff_s: float = 1.0
+    """First retry delay; doubles each retry."""
+    backoff_max_s: float = 30.0
+    """Longest retry delay."""
+    token_mode: TokenMode = "token_in"
+    """token_in (exact token context, completions API after turn 0) or chat (messages every turn)."""
+    renderer: Literal["server", "hf"] = "server"
+    """How new messages become token ids: the server's POST /tokenize, or a local HF tokenizer."""
+    tokenizer: str | None = None
+    """Hugging Face tokenizer for renderer "hf" (None: the model name)."""
+    tool_parser: str = "hermes"
+    """Parser for tool calls in raw completion text (runtime.tokens.TOOL_PARSERS)."""
+    logprobs: bool = True
+    """Ask for the behaviour logprob of each sampled token."""
+
+
+class EpisodeLimits(msgspec.Struct, kw_only=True, frozen=True):
+    """When an episode stops."""
+
+    max_turns: int = 150
+    """LLM calls per episode (turn_limit)."""
+    max_context_tokens: int = 65536
+    """Prompt + completion tokens of one call (token_limit); keep within the server's max_model_len."""
+    max_seconds: float = 3600.0
+    """Wall time of the agent's loop (time_limit); a tool call already running finishes first."""
+    max_malformed: int = 10
+    """Malformed tool calls (and replies without any) tolerated; one more ends it (malformed_limit)."""
+    max_tool_output_chars: int = 8000
+    """Tool output returned to the model is cut to this many characters."""
+
+
+class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
+    """How many episodes run, where they evaluate, and where rollouts come from."""
+
+    backend: Literal["cuda", "cpu"] = "cuda"
+    """Where kernels build and run (overrides eval.backend)."""
+    gpu_slots: int = 1
+    """Exclusive GPU evaluation slots (cuda): slot i uses GPU gpus[i]."""
+    gpus: list[str] | None = None
+    """CUDA_VISIBLE_DEVICES per slot (None: "0" .. gpu_slots-1)."""
+    cpu_slots: int = 1
+    """Exclusive evaluation slots on the cpu backend (timed OpenMP code wants every core)."""
+    compile_workers: int = 0
+    """Builds at once (0 = CPU cores)."""
+    max_in_flight: int = 8
+    """Episodes running at once (requests and rollouts together)."""
+    max_in_flight_per_version: int = 64
+    """Rollouts running under the current policy version at once."""
+    max_rollouts_per_version: int | None = None
+    """Rollouts started under one policy version before new ones wait for the next (None: no cap)."""
+    rollouts: bool = False
+    """True: draw rollout jobs from the curriculum continuously."""
+    problems_dir: str = "problems"
+    """The problems folder (levelN/*.py) rollouts are drawn from."""
+    workspace_root: str | None = None
+    """Parent folder of episode workspaces (None: $XDG_STATE_HOME/kagent/workspaces)."""
+    limits: EpisodeLimits = msgspec.field(default_factory=EpisodeLimits)
+    """Per-episode turn, token, time and malformed-call limits."""
+    eval: EvalConfig = msgspec.field(default_factory=EvalConfig)
+    """Evaluation settings (backend and GPU are set per slot)."""
+    warm_workers: bool = True
+    """Keep each slot's next evaluation workers started ahead of time."""
+    tools: list[str] | None = None
+    """Skills offered to the agent (None: every registered skill)."""
+    request_attempts: int = 3
+    """Episodes tried for one request when the policy server fails."""
+    policy_backoff_s: float = 2.0
+    """First wait after a policy error before anything new starts; doubles per failure."""
+    policy_backoff_max_s: float = 60.0
+    """Longest such wait."""
+    curriculum_refresh_s: float = 30.0
+    """Seconds between reads of the store's curriculum weights."""
+    seed: int | None = None
+    """Seed of the curriculum's sampling (None: random)."""
