@@ -101,7 +101,7 @@ def solve(url: str, source: str, stream: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGENT_")} | {"PYTHONPATH": str(ROOT)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGENT_")} | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     port = free_port()
     script_file = tmp / "script.json"
     script_file.write_text(json.dumps({"turns": script(args.backend)}))

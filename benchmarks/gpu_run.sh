@@ -44,6 +44,9 @@ if [ "$1" = train ]; then  # trainer step benchmark, then GPU slot occupancy of 
   step trainer; TAIL=30 run 280 bench_trainer.log python3 benchmarks/bench_trainer.py
   step gpu-busy; TAIL=20 run 200 bench_runtime_gpu.log python3 benchmarks/bench_runtime.py --gpu-busy --seconds 100 --warmup 45 --gpu-slots 1 --in-flight 8 --baselines eager
 fi
+if [ "$1" = e2e ]; then  # kagentd end to end on cuda: openai client -> scripted policy -> skills -> verified answer
+  step service; TAIL=60 run 330 bench_service_cuda.log python3 benchmarks/bench_service.py --backend cuda --requests 2
+fi
 if [ "$1" = compile ]; then
   step compile; TAIL=12 run 110 bench_compile.log python3 benchmarks/bench_compile.py --out compile-h200
 fi
