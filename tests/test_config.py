@@ -25,7 +25,7 @@ from runtime.config import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs" / "runtime-service.md"
+DOCS = ROOT / "README.md"
 
 
 def write(path: Path, text: str) -> Path:
