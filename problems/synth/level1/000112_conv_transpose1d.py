@@ -1,0 +1,37 @@
+"""Synthetic problem (kagent synth, seed 0, candidate 112)."""
+
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 256
+CHANNELS = 8
+LENGTH = 16384
+OUT_CHANNELS = 64
+KERNEL_SIZE = 4
+STRIDE = 2
+PADDING = 1
+SMALL_SIZES = {"BATCH": 8, "LENGTH": 256}
+
+
+class Model(nn.Module):
+    """conv_transpose1d 4 stride 2."""
+
+    def __init__(self, channels, out_channels, kernel_size, stride, padding):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(channels, out_channels, kernel_size) / math.sqrt(channels * kernel_size))
+        self.bias = nn.Parameter(torch.randn(out_channels))
+        self.stride = stride
+        self.padding = padding
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.conv_transpose1d(x, self.weight, self.bias, stride=self.stride, padding=self.padding)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, CHANNELS, LENGTH)]
+
+
+def get_init_inputs():
+    return [CHANNELS, OUT_CHANNELS, KERNEL_SIZE, STRIDE, PADDING]

@@ -1,0 +1,33 @@
+"""Synthetic problem (kagent synth, seed 0, candidate 22)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB_SIZE = 10000
+BATCH = 256
+SEQ_LEN = 1024
+EMBED_DIM = 2048
+OUT_FEATURES = 2048
+SMALL_SIZES = {"BATCH": 8, "SEQ_LEN": 32, "EMBED_DIM": 128, "OUT_FEATURES": 128}
+
+
+class Model(nn.Module):
+    """EmbeddingBag -> Linear (EMBED_DIM -> OUT_FEATURES)."""
+
+    def __init__(self, vocab_size, embed_dim, out_features):
+        super().__init__()
+        self.embedding_bag = nn.EmbeddingBag(vocab_size, embed_dim, mode='sum')
+        self.linear = nn.Linear(embed_dim, out_features)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        h = self.embedding_bag(ids)
+        return self.linear(h)
+
+
+def get_inputs():
+    return [torch.randint(0, VOCAB_SIZE, (BATCH, SEQ_LEN))]
+
+
+def get_init_inputs():
+    return [VOCAB_SIZE, EMBED_DIM, OUT_FEATURES]

@@ -1,0 +1,33 @@
+"""Synthetic problem (kagent synth, seed 0, candidate 41)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 16
+CHANNELS = 4
+DEPTH = 128
+HEIGHT = 64
+WIDTH = 128
+SMALL_SIZES = {"BATCH": 2, "DEPTH": 16, "HEIGHT": 8, "WIDTH": 16}
+
+
+class Model(nn.Module):
+    """GLU (dim 1) -> concat (dim 1) -> concat (dim 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.glu = nn.GLU(dim=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.glu(x)
+        h = torch.cat([h, x], dim=1)
+        return torch.cat([h, x], dim=1)
+
+
+def get_inputs():
+    return [torch.rand(BATCH, CHANNELS, DEPTH, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,32 @@
+"""Synthetic problem (kagent synth, seed 0, candidate 145)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 4096
+FEATURES = 16384
+DTYPE = torch.float16
+PRECISION = "fp16"
+SMALL_SIZES = {"BATCH": 128, "FEATURES": 512}
+
+
+class Model(nn.Module):
+    """Softmax (dim -1) -> softmax (dim -1) -> concat (dim 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.softmax = nn.Softmax(dim=-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.softmax(x)
+        h = F.softmax(h, dim=-1)
+        return torch.cat([h, x], dim=1)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, FEATURES, dtype=DTYPE)]
+
+
+def get_init_inputs():
+    return []

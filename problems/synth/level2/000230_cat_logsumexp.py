@@ -1,0 +1,34 @@
+"""Synthetic problem (kagent synth, seed 0, candidate 230)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 64
+CHANNELS = 32
+HEIGHT = 256
+WIDTH = 512
+DTYPE = torch.bfloat16
+PRECISION = "bf16"
+SMALL_SIZES = {"BATCH": 2, "HEIGHT": 16, "WIDTH": 32}
+
+
+class Model(nn.Module):
+    """concat (dim 1) -> logsumexp over dim 1."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        h = torch.cat([x, y], dim=1)
+        return torch.logsumexp(h, dim=1)
+
+
+def get_inputs():
+    x = torch.randn(BATCH, CHANNELS, HEIGHT, WIDTH, dtype=DTYPE)
+    y = torch.randn(BATCH, CHANNELS, HEIGHT, WIDTH, dtype=DTYPE)
+    return [x, y]
+
+
+def get_init_inputs():
+    return []
