@@ -11,7 +11,7 @@ the one in force is loaded into the policy server by a `Loader` picked by name
     command  run an argv (e.g. a weight-update script); untested against vLLM.
     none     load nothing (the trainer updates the server itself); only the version advances.
 
-Then the version is recorded in the store (`add_policy`; reused when the trainer already recorded
+Then the version is recorded in the store (`Store.record_policy`: reused when the trainer already recorded
 that path) and the scheduler switches (`set_policy(version, model=adapter)`).
 """
 
@@ -29,7 +29,6 @@ import httpx
 import msgspec
 import watchfiles
 
-from runtime import queries
 from runtime.config import HotloadConfig
 from runtime.store import Store, StoreError
 
@@ -222,20 +221,10 @@ class Hotloader:
 
     async def _record(self, path: Path) -> int:
         """The version recorded for `path` (the trainer may have recorded it), else a new one."""
-        known = await self.store.read(lambda c: queries.policy_by_path(c, str(path)))
-        if known is not None:
-            return known.version
-        for _ in range(3):  # the trainer may insert the next version between our read and write
-            latest = await self.store.read(queries.latest_policy)
-            version = 1 if latest is None else latest.version + 1
-            try:
-                await self.store.add_policy(version, str(path))
-                return version
-            except StoreError:
-                known = await self.store.read(lambda c: queries.policy_by_path(c, str(path)))
-                if known is not None:
-                    return known.version
-        raise HotloadError(f"could not record a policy version for {path}")
+        try:
+            return await self.store.record_policy(str(path))
+        except StoreError as exc:
+            raise HotloadError(f"could not record a policy version for {path}: {exc}") from exc
 
     async def _trim(self, name: str) -> None:
         loaded = [n for n in self.status.loaded if n != name] + [name]

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import msgspec
 
-from runtime.store import Conn, EpisodeStatus, Origin, PolicyRow
+from runtime.store import Conn, EpisodeStatus, Origin
 
 
 class EpisodeSummary(msgspec.Struct, kw_only=True):
@@ -78,19 +79,18 @@ def episode_summaries(conn: Conn, *, status: str | None = None, origin: str | No
     sql += " ORDER BY id DESC" + (" LIMIT ?" if limit is not None else "")
     if limit is not None:
         args.append(int(limit))
-    cur = conn.execute(sql, args)
-    names = [d[0] for d in cur.description]
-    return [msgspec.convert(dict(zip(names, row, strict=True)), EpisodeSummary, strict=False)
-            for row in cur.fetchall()]
+    return _summaries(conn.execute(sql, args))
 
 
 def episode_summary(conn: Conn, episode_id: int) -> EpisodeSummary | None:
-    cur = conn.execute(f"SELECT {_SUMMARY_COLS} FROM episode_summary WHERE id = ?", (episode_id,))
-    row = cur.fetchone()
-    if row is None:
-        return None
+    rows = _summaries(conn.execute(f"SELECT {_SUMMARY_COLS} FROM episode_summary WHERE id = ?", (episode_id,)))
+    return rows[0] if rows else None
+
+
+def _summaries(cur: sqlite3.Cursor) -> list[EpisodeSummary]:
     names = [d[0] for d in cur.description]
-    return msgspec.convert(dict(zip(names, row, strict=True)), EpisodeSummary, strict=False)
+    return [msgspec.convert(dict(zip(names, row, strict=True)), EpisodeSummary, strict=False)
+            for row in cur.fetchall()]
 
 
 def usage(conn: Conn, episode_id: int) -> Usage:
@@ -106,18 +106,6 @@ def usage(conn: Conn, episode_id: int) -> Usage:
 def status_counts(conn: Conn) -> dict[str, int]:
     """{status: episodes} over the whole store."""
     return {s: n for s, n in conn.execute("SELECT status, count(*) FROM episodes GROUP BY status")}
-
-
-def latest_policy(conn: Conn) -> PolicyRow | None:
-    row = conn.execute("SELECT version, path, created FROM policies ORDER BY version DESC LIMIT 1").fetchone()
-    return None if row is None else PolicyRow(version=row[0], path=row[1], created=row[2])
-
-
-def policy_by_path(conn: Conn, path: str) -> PolicyRow | None:
-    """The policy version recorded for a checkpoint directory (the trainer may record it first)."""
-    row = conn.execute("SELECT version, path, created FROM policies WHERE path = ? ORDER BY version DESC"
-                       " LIMIT 1", (path,)).fetchone()
-    return None if row is None else PolicyRow(version=row[0], path=row[1], created=row[2])
 
 
 def turn_counts(conn: Conn, episode_id: int) -> dict[str, Any]:

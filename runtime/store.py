@@ -72,6 +72,7 @@ from runtime.store_sql import (
     migrations,
     pack_ids,
     pack_logprobs,
+    record_policy_path,
     schema_version,
     select_baseline,
     select_curriculum,
@@ -104,7 +105,7 @@ __all__ = [
     # runtime.store_sql: connections, migrations, fn(conn) SQL, token arrays
     "Conn", "connect", "migrate", "migrations", "schema_version", "translate",
     "insert_episode", "insert_evaluation", "insert_policy", "insert_tool_call", "insert_train_step",
-    "insert_turn", "update_finished", "update_interrupted", "upsert_baseline", "upsert_curriculum",
+    "insert_turn", "record_policy_path", "update_finished", "update_interrupted", "upsert_baseline", "upsert_curriculum",
     "upsert_problems", "select_baseline", "select_curriculum", "select_episode", "select_episodes",
     "select_evaluations", "select_policies", "select_problems", "select_train_steps",
     "pack_ids", "pack_logprobs", "unpack_ids", "unpack_logprobs",
@@ -309,6 +310,11 @@ class Store:
         row = PolicyRow(version=version, path=path, created=time.time())
         await self.write(lambda c: insert_policy(c, version, path, row.created), f"add_policy({version})")
         return row
+
+    async def record_policy(self, path: str) -> int:
+        """The policy version of checkpoint `path`: the one recorded for it, else the next (one
+        transaction; see store_sql.record_policy_path)."""
+        return await self.write(lambda c: record_policy_path(c, path, time.time()), f"record_policy({path})")
 
     async def list_policies(self) -> list[PolicyRow]:
         return await self.read(select_policies)

@@ -183,6 +183,20 @@ def insert_policy(conn: Conn, version: int, path: str, created: float) -> None:
     conn.execute("INSERT INTO policies (version, path, created) VALUES (?, ?, ?)", (version, path, created))
 
 
+def record_policy_path(conn: Conn, path: str, created: float) -> int:
+    """The version already recorded for checkpoint `path`, else the next version, inserted. Run
+    inside one write transaction, so the trainer and the daemon's hot-loader, which may both
+    record the same checkpoint, agree on its number and never take the same one twice."""
+    row = conn.execute("SELECT version FROM policies WHERE path = ? ORDER BY version DESC LIMIT 1",
+                       (path,)).fetchone()
+    if row is not None:
+        return int(row[0])
+    row = conn.execute("SELECT max(version) FROM policies").fetchone()
+    version = 1 if row is None or row[0] is None else int(row[0]) + 1
+    insert_policy(conn, version, path, created)
+    return version
+
+
 def insert_episode(conn: Conn, problem_id: str, policy_version: int | None, origin: Origin,
                    trainable: bool, started: float) -> int:
     if conn.execute("SELECT 1 FROM problems WHERE id = ?", (problem_id,)).fetchone() is None:

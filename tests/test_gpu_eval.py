@@ -49,14 +49,16 @@ def test_reference_solution_passes_and_beats_eager(ws: Path, tmp_path: Path) -> 
     assert eager.low > 1.0 and r.reward is not None and r.reward >= 1.0, r.speedups
 
 
-def _ws(tmp: Path, cu: str, forward: str) -> Path:
+def _ws(tmp: Path, cu: str, forward: str, params: str = "x") -> Path:
+    """A workspace: kernels/k.cu (`cu` after the kagent.h include) and a ModelNew whose
+    forward(self, `params`) has the body `forward`."""
     ws = tmp / "ws"
     (ws / "kernels").mkdir(parents=True)
     (ws / "kernels" / "k.cu").write_text('#include "kagent.h"\n' + cu)
     (ws / "model_new.py").write_text(
         "import torch\nfrom kagent_ext import ops\n\n"
         "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
-        "    def forward(self, x):\n" + "".join(f"        {line}\n" for line in forward.splitlines()))
+        f"    def forward(self, {params}):\n" + "".join(f"        {line}\n" for line in forward.splitlines()))
     return ws
 
 
@@ -122,8 +124,7 @@ def test_fair_swish_fixture_passes(tmp_path: Path) -> None:
 
 
 MATMUL = ROOT / "problems/level1/27_square_matmul.py"
-MATMUL_FWD = ("def forward(self, A, B):\n    C = torch.empty(A.shape[0], B.shape[1], device=A.device)\n"
-              "    ops.mm(A, B, C, A.shape[0])\n    return C\n")
+MATMUL_FWD = "C = torch.empty(A.shape[0], B.shape[1], device=A.device)\nops.mm(A, B, C, A.shape[0])\nreturn C"
 
 
 def _mm_ws(tmp: Path, load: str) -> Path:
@@ -136,14 +137,7 @@ def _mm_ws(tmp: Path, load: str) -> Path:
           "  C[(long)r * n + c] = acc;\n}\n"
           "KAGENT_EXPORT void mm(const float* A, const float* B, float* C, int64_t n) {\n"
           "  mm<<<dim3((n + 15) / 16, (n + 15) / 16), dim3(16, 16)>>>(A, B, C, (int)n);\n}\n")
-    ws = tmp / "ws"
-    (ws / "kernels").mkdir(parents=True)
-    (ws / "kernels" / "k.cu").write_text('#include "kagent.h"\n' + cu)
-    (ws / "model_new.py").write_text(
-        "import torch\nfrom kagent_ext import ops\n\n"
-        "class ModelNew(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
-        + "".join(f"    {line}\n" for line in MATMUL_FWD.splitlines()))
-    return ws
+    return _ws(tmp, cu, MATMUL_FWD, params="A, B")
 
 
 def test_tf32_rounding_fails_fp32_matmul(tmp_path: Path) -> None:

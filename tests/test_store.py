@@ -226,6 +226,22 @@ def test_token_arrays_are_documented_blobs_and_sql_inspectable(tmp_path: Path) -
     conn.close()
 
 
+def test_record_policy_reuses_the_version_of_a_known_checkpoint(tmp_path: Path) -> None:
+    """The trainer and the daemon's hot-loader both record each step_N/; they must agree."""
+    async def go() -> None:
+        db = tmp_path / "kagent.db"
+        async with Store.open(db) as daemon, Store.open(db, lock=False) as trainer:
+            assert await trainer.record_policy("/ckpt/step_1") == 1  # empty table: versions start at 1
+            assert await daemon.record_policy("/ckpt/step_1") == 1  # recorded first by the trainer
+            await daemon.add_policy(7, "/ckpt/elsewhere")
+            assert await daemon.record_policy("/ckpt/step_2") == 8  # next after the newest
+            assert await trainer.record_policy("/ckpt/step_1") == 1
+            assert [(p.version, p.path) for p in await daemon.list_policies()] == [
+                (1, "/ckpt/step_1"), (7, "/ckpt/elsewhere"), (8, "/ckpt/step_2")]
+
+    run(go)
+
+
 def test_problems_policies_curriculum_train_steps(tmp_path: Path) -> None:
     async def go() -> None:
         async with Store.open(tmp_path / "kagent.db") as store:

@@ -19,9 +19,10 @@ import msgspec
 import pytest
 import torch
 
+from runtime.config import field_docs
 from runtime.store import CurriculumRow, ProblemRow, Store, TurnRow
 from trainer import checkpoint as ckpt
-from trainer.config import TrainConfig, field_help, flag, parse_args
+from trainer.config import TrainConfig, flag, parse_args
 from trainer.curriculum import (
     CurriculumConfig,
     ProblemStats,
@@ -75,7 +76,7 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 
 def test_every_flag_is_documented_with_help() -> None:
     doc = (ROOT / "README.md").read_text()
-    helps = field_help(TrainConfig)
+    helps = field_docs(TrainConfig)
     names = list(msgspec.structs.fields(TrainConfig))
     assert len(names) > 40
     for f in names:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sqlite3
 import time
 from pathlib import Path
 
@@ -121,29 +120,12 @@ def prune(out: Path, stage: Stage, keep: int | None) -> list[Path]:
     return pruned
 
 
-def _by_path(conn: sqlite3.Connection, path: str) -> int | None:
-    row = conn.execute("SELECT version FROM policies WHERE path = ? ORDER BY version DESC LIMIT 1",
-                       (path,)).fetchone()
-    return None if row is None else int(row[0])
-
-
-def _insert_next(conn: sqlite3.Connection, path: str) -> int:
-    """Inside the writer's transaction: the version already recorded for path, else the next one."""
-    known = _by_path(conn, path)
-    if known is not None:
-        return known
-    row = conn.execute("SELECT max(version) FROM policies").fetchone()
-    version = 1 if row is None or row[0] is None else int(row[0]) + 1
-    conn.execute("INSERT INTO policies (version, path, created) VALUES (?, ?, ?)", (version, path, time.time()))
-    return version
-
-
 async def publish(store: Store, folder: Path) -> int:
     """Record the checkpoint as the newest policy version (or find the version the daemon
     recorded for it first). Read and insert run in one write transaction, so no second
     writer can take the version in between."""
     path = str(await to_thread.run_sync(folder.resolve))
     try:
-        return await store.write(lambda c: _insert_next(c, path), f"publish({path})")
+        return await store.record_policy(path)
     except StoreError as exc:
         raise StoreError(f"could not record a policy version for {path}: {exc}") from exc

@@ -6,13 +6,13 @@ doc names every flag)."""
 from __future__ import annotations
 
 import argparse
-import ast
-import inspect
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+
+from runtime.config import field_docs
 
 Stage = Literal["rft", "value", "ppo"]
 
@@ -127,18 +127,6 @@ class TrainConfig(msgspec.Struct, kw_only=True, frozen=True):
 # ------------------------------------------------------------------------------ flags
 
 
-def field_help(cls: type[msgspec.Struct]) -> dict[str, str]:
-    """The docstring line under each field of a Struct, read from its source."""
-    tree = ast.parse(inspect.getsource(cls))
-    body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
-    out: dict[str, str] = {}
-    for node, after in zip(body, body[1:], strict=False):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)):
-            out[node.target.id] = str(after.value.value).strip()
-    return out
-
-
 def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
@@ -167,7 +155,7 @@ def parser(prog: str = "python -m trainer.run", description: str | None = None) 
     """argparse for TrainConfig (optional settings also take the word `none`)."""
     p = argparse.ArgumentParser(prog=prog, description=description,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    helps = field_help(TrainConfig)
+    helps = field_docs(TrainConfig)
     info = msgspec.inspect.type_info(TrainConfig)
     assert isinstance(info, msgspec.inspect.StructType)
     for f in info.fields:
