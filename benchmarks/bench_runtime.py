@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
+from runtime.daemon import free_port  # noqa: E402
 from runtime.episode import EpisodeLimits  # noqa: E402
 from runtime.policy import PolicyConfig, make_policy  # noqa: E402
 from runtime.scheduler import Scheduler, SchedulerConfig  # noqa: E402
@@ -60,11 +60,6 @@ class Noop:
     async def run(self, args: NoArgs, ctx: SkillContext) -> SkillResult:
         return SkillResult(text="ok", ok=True)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(script: list[dict[str, Any]], tmp: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,16 +18,13 @@ from typing import Any
 
 import httpx
 
+from runtime.daemon import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
 RELU_SOLUTION = ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu"
 CPU_RELU_SCRIPT = ROOT / "runtime" / "scripts" / "cpu_relu.json"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def write_relu_turn() -> dict[str, Any]:
