@@ -103,47 +103,92 @@ def cmd_latency(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCa
     rows = [[k, statistics.median(v), min(v), max(v)] for k, v in out.items()]
     print(table(["skill path", "median s", "min s", "max s"], rows))
     for k, v in stages.items():
-        print(f"{k}: " + ", ".join(f"{name} {sec:.2f}" for name, sec in v.items() if sec is not None))
+        print(f"{k}: " + _fmt(v))
     return {"wall_s": out, "stages": stages, "problem": str(problem)}
 
 
 def _stages(r: EvalResult) -> str:
-    return ", ".join(f"{k} {v:.2f}" for k, v in msgspec.to_builtins(r.stages).items() if v is not None)
+    return _fmt(msgspec.to_builtins(r.stages))
 
 
-def _compile_storm(k: int, tmp: Path) -> list[subprocess.Popen[bytes]]:
-    """K processes that rebuild a kernel from a cold cache in a loop (nvcc load on the CPU)."""
+def _fmt(stages: dict[str, Any]) -> str:
+    """Stage seconds, then the workers' parts in brackets."""
+    text = ", ".join(f"{k} {v:.2f}" for k, v in stages.items() if isinstance(v, float))
+    parts = stages.get("parts") or {}
+    return text + (" [" + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()) + "]" if parts else "")
+
+
+def _compile_storm(k: int, tmp: Path, confined: bool = True) -> list[subprocess.Popen[bytes]]:
+    """K processes that rebuild a kernel from a cold cache in a loop (nvcc load on the CPU).
+    confined: nice 10 and off the timing cores (skills/affinity.py, as with pin_cpus);
+    otherwise neither, as before affinity.py existed."""
     src = ROOT / "problems/solutions/cuda/level2/03_layernorm_gelu/kernels"
     script = ("import sys,shutil,pathlib; sys.path.insert(0, sys.argv[1]);"
-              "from skills.build import BuildConfig, build\n"
-              "i=0\nwhile True:\n  c=pathlib.Path(sys.argv[2])/str(i); build(sys.argv[3], BuildConfig(backend='cuda', cache_dir=str(c)));"
+              "import skills.build as b, skills.affinity as a\n"
+              + ("a.reserve_timing_cpus()\n" if confined else "b.confine_build = lambda pid: None\n") +
+              "i=0\nwhile True:\n  c=pathlib.Path(sys.argv[2])/str(i); b.build(sys.argv[3], b.BuildConfig(backend='cuda', cache_dir=str(c)));"
               " shutil.rmtree(c); i+=1\n")
     return [subprocess.Popen([sys.executable, "-c", script, str(ROOT), str(tmp / f"storm{j}"), str(src)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for j in range(k)]
 
 
+def _clock_mhz() -> int | None:
+    try:
+        import torch
+
+        return int(torch.cuda.clock_rate())
+    except Exception:
+        return None
+
+
+# before: one work buffer, workers not pinned, builds not confined (the first H200 measurement,
+# and the defaults again since these changes measured no steadier). after: 4 buffers, pinned.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "before": {"pin_cpus": False, "work_buffers": 1, "warmup_seconds": 0.15},
+    "after": {"pin_cpus": True, "work_buffers": 4},
+    "after+0.5s warm-up": {"pin_cpus": True, "work_buffers": 4, "warmup_seconds": 0.5},
+    "after-no-l2-reset": {"pin_cpus": True, "work_buffers": 4, "reset_persisting_l2": False},
+}
+
+
+def _variant(cfg: EvalConfig, name: str) -> EvalConfig:
+    v = VARIANTS[name]
+    timing = msgspec.structs.replace(cfg.timing, **{k: v[k] for k in ("work_buffers", "warmup_seconds", "reset_persisting_l2") if k in v})
+    return msgspec.structs.replace(cfg, timing=timing, pin_cpus=v.get("pin_cpus", cfg.pin_cpus))
+
+
 def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
+    """Per variant and condition: the medians of N separate profile evaluations and their CV.
+    Quiet: the variants interleaved run by run (drift hits all alike). Loaded: K compiles run,
+    unconfined for `before`, confined (nice, off the timing cores) for the others."""
     problem, ws = _one(args)
     run(problem, ws, "profile", cfg, cache)
-    result: dict[str, Any] = {"problem": str(problem)}
+    result: dict[str, Any] = {"problem": str(problem), "variants": VARIANTS}
     rows = []
-    for label, storm in (("quiet", 0), (f"{args.compiles} compiles running", args.compiles)):
+    names = [n for n in args.variants.split(",") if n]
+    plans = [("quiet", 0, names)] + [(f"{args.compiles} compiles running", args.compiles, [n]) for n in names[:2]]
+    for label, storm, group in plans:
         with tempfile.TemporaryDirectory() as tmp:
-            procs = _compile_storm(storm, Path(tmp))
+            procs = _compile_storm(storm, Path(tmp), confined=group != ["before"])
             try:
-                medians = []
-                for _ in range(args.runs):
-                    r, _ = run(problem, ws, "profile", cfg, cache)
-                    assert r.candidate is not None, r.error
-                    medians.append(r.candidate.per_call_us.median)
-                    print(f"{label}: run {len(medians)} median {medians[-1]:.2f} us", flush=True)
+                got: dict[str, list[dict[str, Any]]] = {n: [] for n in group}
+                for i in range(args.runs):
+                    for name in group:
+                        r, _ = run(problem, ws, "profile", _variant(cfg, name), cache)
+                        assert r.candidate is not None, r.error
+                        got[name].append({"median_us": r.candidate.per_call_us.median, "cv": r.candidate.cv,
+                                          "clock_mhz": _clock_mhz()})
+                        print(f"{label} / {name}: run {i + 1} median {got[name][-1]['median_us']:.2f} us"
+                              f" (within-run cv {100 * r.candidate.cv:.2f}%, sm clock {got[name][-1]['clock_mhz']})", flush=True)
             finally:
                 for p in procs:
                     p.kill()
-        cv = statistics.pstdev(medians) / statistics.fmean(medians)
-        rows.append([label, statistics.fmean(medians), min(medians), max(medians), 100 * cv])
-        result[label] = {"medians_us": medians, "cv": cv}
-    print(table(["condition", "mean of medians us", "min", "max", "cv %"], rows))
+        for name, runs in got.items():
+            medians = [x["median_us"] for x in runs]
+            cv = statistics.pstdev(medians) / statistics.fmean(medians)
+            rows.append([label, name, statistics.fmean(medians), min(medians), max(medians), 100 * cv])
+            result[f"{label} / {name}"] = {"runs": runs, "medians_us": medians, "cv": cv}
+    print(table(["condition", "variant", "mean of medians us", "min", "max", "cv %"], rows))
     return result
 
 
@@ -180,6 +225,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--compiles", type=int, default=8)
+    ap.add_argument("--variants", default="before,after", help=f"stability variants, of {list(VARIANTS)}")
     ap.add_argument("--baselines", default="eager,compile")
     ap.add_argument("--cache", type=Path, default=None, help="baseline cache JSON (default: a fresh temp file)")
     ap.add_argument("--out", default=None)

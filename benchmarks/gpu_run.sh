@@ -47,6 +47,24 @@ fi
 if [ "$1" = e2e ]; then  # kagentd end to end on cuda: openai client -> scripted policy -> skills -> verified answer
   step service; TAIL=60 run 330 bench_service_cuda.log python3 benchmarks/bench_service.py --backend cuda --requests 2
 fi
+if [ "$1" = s3a ]; then  # session 3: latency after the seed/raw-file exchange, stability variants
+  step latency; TAIL=14 run 150 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  step stability; TAIL=16 run 330 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants "before,after,after+0.5s warm-up" --out eval-stability-h200
+fi
+if [ "$1" = s3b ]; then  # session 3: latency parts, timing probe, GPU tests (JUnit), exploit table, calibration
+  step latency; TAIL=14 run 80 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 1 --out eval-latency-h200
+  step probe; TAIL=12 run 45 timing_probe.log python3 benchmarks/timing_probe.py --out timing-probe-h200
+  step pytest; TAIL=40 run 270 pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml tests/test_gpu_eval.py
+  step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
+  step calibration; TAIL=12 run 150 calibration.log python3 benchmarks/calibrate_precision.py --device cuda --out precision-calibration-h200
+fi
+if [ "$1" = s3c ]; then  # session 3, on the 2-GPU machine before the trainer: latency with a warm pool that waits for warm workers, calibration with the tail tolerance
+  step latency; TAIL=14 run 70 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  step calibration; TAIL=12 run 60 calibration.log python3 benchmarks/calibrate_precision.py --device cuda --out precision-calibration-h200
+fi
+if [ "$1" = s3d ]; then  # session 3: stability variants, interleaved
+  step stability; TAIL=16 run 280 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 8 --variants "before,after,after-no-l2-reset" --out eval-stability-h200
+fi
 if [ "$1" = compile ]; then
   step compile; TAIL=12 run 110 bench_compile.log python3 benchmarks/bench_compile.py --out compile-h200
 fi

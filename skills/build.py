@@ -28,6 +28,8 @@ from typing import Literal
 
 import msgspec
 
+from skills.affinity import confine_build
+
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 KAGENT_H = HARNESS_DIR / "kagent.h"
 SOURCE_SUFFIXES = (".cu", ".cpp")
@@ -398,6 +400,7 @@ def _run(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[int | None, str]:
         )
     except FileNotFoundError as exc:
         raise BuildError(f"compiler not found: {cmd[0]} ({exc.strerror})") from exc
+    confine_build(proc.pid)  # lower priority, off the cores reserved for timing (skills/affinity.py)
     try:
         out, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -2,9 +2,10 @@
 
     build kernels/ (content-hash cache)
     start judge and candidate workers at once (each a fresh process, own process group)
-      judge: reference outputs from a secret seed; inputs + weights -> exchange dir
+      judge: input sets from seeds derived from a secret seed, reference outputs; weights -> exchange dir
       candidate: bind kernels, import model_new.py
-    candidate runs the input sets -> outputs file -> judge compares (per output, per set)
+    candidate draws the same input sets from their seeds (checksums from the judge), runs them
+      -> raw output files -> judge compares (per output, per set)
     [profile/final] candidate timing loop (judge idle; GPU exclusive) -> raw samples + spot values
     [profile/final] baselines from the cache, else timed by the judge
     parent: spot checks, intervals, speedups, flags, reward
@@ -29,6 +30,7 @@ from typing import Literal, cast, get_args
 import anyio
 import msgspec
 
+from skills.affinity import reserve_timing_cpus, timing_cpus
 from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.build import BuildConfig, BuildResult, build
 from skills.harness import protocol as P
@@ -105,6 +107,10 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     max_bandwidth_gbs: float | None = None
     """Fastest memory any call could read at (GB/s) for the timing floor; None: 10,000 on cuda,
     500 on cpu (beyond any current device, so only impossible timings are flagged)."""
+    pin_cpus: bool = False
+    """On cuda, run each GPU's judge and candidate on two cores of their own that compilers keep
+    off (skills/affinity.py; machines with 8 or more cores). Off by default: on the H200 it made
+    the time per call no steadier between evaluations (README, Timing stability)."""
     torch_extensions_dir: str | None = None
     """Where load_inline solutions build (shared cache); None gives each evaluation a fresh one."""
 
@@ -222,6 +228,14 @@ def fill_scratch(scratch: Scratch, ws: Path, built: BuildResult | None) -> None:
         scratch.lib = str(lib)
 
 
+def copy_problem(problem: Path, scratch: Scratch) -> Path:
+    """The problem file where the candidate can read it (it draws its inputs with get_inputs())."""
+    dest = scratch.root / "exchange" / "problem.py"
+    shutil.copyfile(problem, dest)
+    os.chmod(dest, 0o644)
+    return dest
+
+
 def describe_sandbox(sandbox: SandboxConfig, scratch: Scratch) -> str:
     if not sandbox_active(sandbox):
         return "none (unsafe)"
@@ -303,6 +317,7 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
     state.sandbox = describe_sandbox(cfg.sandbox, slot.scratch)
     try:
         await anyio.to_thread.run_sync(fill_scratch, slot.scratch, ws, built)
+        await anyio.to_thread.run_sync(copy_problem, problem, slot.scratch)
         await _run_workers(problem, built, slot, state, baseline_cache)
     finally:
         await anyio.to_thread.run_sync(shutil.rmtree, slot.scratch.root, True)
@@ -330,6 +345,11 @@ async def start_slot(cfg: EvalConfig) -> Slot:
     nonce = secrets.token_hex(16)
     env = worker_env(cfg, scratch.root)
     cand_env = candidate_env(cfg, env)
+    if cfg.pin_cpus:
+        reserve_timing_cpus()  # from now on compilers in this process keep off those cores
+    cores = timing_cpus(cfg.gpu) if cfg.backend == "cuda" and cfg.pin_cpus else None
+    if cores is not None:
+        cand_env["KAGENT_CPUS"], env["KAGENT_CPUS"] = str(cores[0]), str(cores[1])
     judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce)
     cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
                               log_chars=cfg.log_chars, run_as=scratch.run_as)
@@ -414,13 +434,17 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
 
     t = time.perf_counter()
     state.stage = "correctness"
-    await cand.send(P.CandRun(nonce=nonce, exchange_dir=str(scratch.root / "exchange"),
-                              out_dir=str(scratch.root / "out"), n_sets=cfg.n_sets))
+    out_dir = str(scratch.root / "out")
+    await cand.send(P.CandRun(nonce=nonce, exchange_dir=str(scratch.root / "exchange"), sizes=sizes, out_dir=out_dir,
+                              set_seeds=[P.derive_seed(seed, k) for k in range(cfg.n_sets)],
+                              fingerprints=ready.fingerprints[: cfg.n_sets]))
     outs = await cand.expect(P.CandOutputs, cfg.timeout_run_s, "running the input sets")
     state.flags += outs.flags
-    await judge.send(P.CompareRequest(nonce=nonce, outputs_file=outs.outputs_file))
+    await judge.send(P.CompareRequest(nonce=nonce, out_dir=out_dir, outputs=outs.outputs))
     report = await judge.expect(P.CompareReport, cfg.timeout_run_s, "comparing outputs")
     state.sets = report.sets
+    state.times.parts = {**{f"candidate {k}": v for k, v in outs.seconds.items()},
+                         **{f"judge {k}": v for k, v in report.seconds.items()}}
     state.times.correctness = time.perf_counter() - t
     if state.mode == "test" or not all(s.ok for s in state.sets) or state.flags:
         await _baselines_for_agent(judge, cand, state, cache, nonce, device, sizes)
@@ -429,7 +453,9 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     t = time.perf_counter()
     state.stage = "timing"
     rng = random.Random(seed)
-    await cand.send(P.CandTime(nonce=nonce, n_canaries=cfg.n_canaries, sample_positions=ready.sample_positions,
+    await cand.send(P.CandTime(nonce=nonce, sample_positions=ready.sample_positions,
+                               canary_seeds=[P.derive_seed(seed, cfg.n_sets + c) for c in range(cfg.n_canaries)],
+                               canary_fingerprints=ready.fingerprints[cfg.n_sets:],
                                timing=cfg.timing, canary_fractions=[rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)],
                                profile_calls=cfg.profile_calls if device == "cuda" else 0))
     timed = await cand.expect(P.CandTiming, cfg.timeout_timing_s, "timing")
@@ -523,6 +549,8 @@ class WarmPool:
         self._tg: anyio.abc.TaskGroup | None = None
         self._wake = anyio.Event()
         self._full = anyio.Event()
+        self._added = anyio.Event()
+        self._warming = False
 
     async def __aenter__(self) -> WarmPool:
         self._tg = anyio.create_task_group()
@@ -546,20 +574,31 @@ class WarmPool:
             while len(self.ready) < self.size:
                 # Shielded: a slot half-started when the pool closes would leak its processes.
                 with anyio.CancelScope(shield=True):
-                    self.ready.append(await start_slot(self.config))
+                    slot = await start_slot(self.config)
+                # Ready once both workers have imported torch and brought CUDA up.
+                with anyio.CancelScope(shield=True):
+                    self._warming = True
+                    await slot.judge.wait_warm(self.config.timeout_import_s)
+                    await slot.cand.wait_warm(self.config.timeout_import_s)
+                self.ready.append(slot)
+                self._warming = False
+                self._added.set()
+                self._added = anyio.Event()
             self._full.set()
             await self._wake.wait()
             self._wake = anyio.Event()
 
     async def take(self) -> Slot:
         """A started slot (or one started now when none is ready); the pool refills behind it."""
+        while not self.ready and self._warming:
+            await self._added.wait()  # a slot half-way warm beats a cold start
         slot = self.ready.pop(0) if self.ready else await start_slot(self.config)
         self._full = anyio.Event()
         self._wake.set()
         return slot
 
     async def wait_full(self) -> None:
-        """Until every slot is started (e.g. before a latency measurement)."""
+        """Until every slot is started and warm (e.g. before a latency measurement)."""
         await self._full.wait()
 
 

@@ -130,6 +130,9 @@ class StageTimes(msgspec.Struct):
     """Timing eager and torch.compile (0 when cached)."""
     total: float | None = None
     """The whole evaluation."""
+    parts: dict[str, float] = msgspec.field(default_factory=dict)
+    """Seconds inside the workers, by part (candidate: init, draw, run, checks, write; judge:
+    read, compare), for finding where an evaluation's time goes."""
 
 
 class EvalResult(msgspec.Struct):

@@ -12,6 +12,7 @@ import subprocess
 from typing import TypeVar
 
 import anyio
+import msgspec
 from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
@@ -111,6 +112,18 @@ class Worker:
         if not isinstance(msg, kind):
             raise WorkerFailed(f"the {self.name} sent {type(msg).__name__} while {what}")
         return msg
+
+    async def wait_warm(self, limit_s: float) -> bool:
+        """Until the worker says it is warm (torch imported, CUDA up); False if it did not in time
+        or died (the evaluation that takes the slot then reports what happened)."""
+        with anyio.move_on_after(limit_s):
+            try:
+                while not isinstance(await self._recv(), P.Warm):
+                    pass
+                return True
+            except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError, ValueError, msgspec.DecodeError):
+                return False
+        return False
 
     async def _recv_own(self) -> P.Message:
         while True:

@@ -197,6 +197,24 @@ def test_model_new_without_model_new_class(new_workspace: MakeWs, build_cache_di
     assert_failed(r, "import", "defines no class ModelNew")
 
 
+def test_model_new_changing_the_rng_at_import_gets_a_clear_error(new_workspace: MakeWs, build_cache_dir: Path) -> None:
+    """The candidate draws its inputs from the sets' seeds; code that changes torch's defaults at
+    import draws different ones, and is told so instead of failing on mysterious values."""
+    src = "import torch\ntorch.set_default_dtype(torch.float64)\n" + RELU_PY
+    ws = new_workspace(src, {"relu.cpp": RELU_CPP})
+    r = run_eval(RELU, ws, build_cache_dir, mode="final")
+    assert_failed(r, "correctness", "differ from the judge's")
+    assert r.reward == -1.0
+
+
+def test_non_tensor_output_is_named(new_workspace: MakeWs, build_cache_dir: Path) -> None:
+    src = RELU_PY.replace("return y", "return (y.tolist()[:1],)")
+    ws = new_workspace(src, {"relu.cpp": RELU_CPP})
+    r = run_eval(RELU, ws, build_cache_dir)
+    assert not r.correct and r.sets
+    assert "output 0 is a list, expected a tensor of shape [256, 1024]" in r.sets[0].outputs[0].message
+
+
 def test_model_new_missing(new_workspace: MakeWs, build_cache_dir: Path) -> None:
     ws = new_workspace(None, {"relu.cpp": RELU_CPP})
     r = run_eval(RELU, ws, build_cache_dir, mode="final")

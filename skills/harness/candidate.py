@@ -1,7 +1,8 @@
 """The candidate worker: imports the agent's model_new.py and kernels, runs and times them.
 
-It receives inputs and initial weights only: reference outputs, tolerances and statistics stay in
-the judge and the parent. Clock references are taken (by importing skills.harness.timing) before
+It receives the initial weights and the seeds of the input sets it runs (it draws those inputs
+itself: skills/harness/exchange.py); reference outputs, tolerances and statistics stay in the
+judge and the parent. Clock references are taken (by importing skills.harness.timing) before
 any candidate code is imported.
 
 Run as `python -m skills.harness.candidate` with the protocol on stdin/stdout.
@@ -19,9 +20,12 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from skills.affinity import pin_self
 from skills.harness import protocol as P
 from skills.harness import timing
-from skills.harness.judge import as_outputs, preinit, set_precision, to_device
+from skills.harness.exchange import draw_inputs, fingerprint, same_fingerprint, write_output
+from skills.harness.judge import as_outputs, preinit, set_precision
+from skills.problem import ProblemError, load_problem
 from skills.results import Flag
 
 SHIM_DIR = str(Path(__file__).parent / "shim")
@@ -58,6 +62,7 @@ class Candidate:
         self.module: Any = None
         self.sets: list[list[Any]] = []
         self.exchange = Path()
+        self.get_inputs: Any = None
 
     def import_model(self) -> None:
         sys.path.insert(0, SHIM_DIR)
@@ -87,8 +92,12 @@ class Candidate:
             raise CandidateError("import", "model_new.py defines no class ModelNew")
         self.module = module
 
-    def construct(self, exchange: Path) -> None:
-        self.exchange = exchange
+    def construct(self, run: P.CandRun) -> None:
+        self.exchange = exchange = Path(run.exchange_dir)
+        try:
+            self.get_inputs = load_problem(exchange / "problem.py", sizes=run.sizes).get_inputs
+        except ProblemError as exc:
+            raise CandidateError("init", f"the problem could not be loaded in the candidate's process: {exc}") from None
         init = torch.load(exchange / "init.pt", weights_only=False)  # written by the trusted judge
         try:
             model = self.module.ModelNew(*init["init_inputs"])
@@ -102,24 +111,33 @@ class Candidate:
             raise CandidateError("init", f"ModelNew cannot load Model's state_dict (keep Model's parameter names and shapes): {exc}") from None
         self.model = model.to(self.device)
 
-    def correctness(self, run: P.CandRun) -> P.CandOutputs:
+    def draw(self, seed: int, want: list[float], label: str) -> list[Any]:
+        """The input set of this seed, checked against the judge's checksums."""
+        inputs = draw_inputs(self.get_inputs, seed, self.device)
+        if not same_fingerprint(fingerprint(inputs), want):
+            raise CandidateError("correctness", f"the inputs drawn for {label} differ from the judge's: model_new.py"
+                                 " (or its kernels) changed torch's random generator or defaults at import time")
+        return inputs
+
+    def correctness(self, run: P.CandRun, parts: timing.Parts) -> P.CandOutputs:
         flags: list[Flag] = []
-        results: list[list[torch.Tensor]] = []
-        for k in range(run.n_sets):
-            inputs = to_device(torch.load(self.exchange / f"set_{k}.pt", map_location=self.device, weights_only=False), self.device)
-            pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
-            self.sets.append(pristine)
-            with OpRecorder() as rec:
+        results: list[list[P.OutputFile]] = []
+        for k, (seed, want) in enumerate(zip(run.set_seeds, run.fingerprints, strict=True)):
+            with parts("draw"):
+                inputs = self.draw(seed, want, f"input set {k}")
+                pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
+                self.sets.append(pristine)
+            with parts("run"), OpRecorder() as rec:
                 outs = self._call(inputs, "correctness")
-            flags += rec.flags()
-            flags += _output_flags(outs, inputs, k)
-            if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(inputs, pristine, strict=True)):
-                flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs (input set {k}); inputs are read-only"))
-            # Only plain tensors travel (a subclass is flagged above and cannot be unpickled safely).
-            results.append([o.detach().to("cpu") if type(o) is torch.Tensor else torch.empty(0) for o in outs])
-        out_file = Path(run.out_dir) / "outputs.pt"
-        torch.save(results, out_file)
-        return P.CandOutputs(nonce=run.nonce, outputs_file=str(out_file), flags=_dedupe(flags))
+            with parts("checks"):
+                flags += rec.flags()
+                flags += _output_flags(outs, inputs, k)
+                if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(inputs, pristine, strict=True)):
+                    flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs (input set {k}); inputs are read-only"))
+            with parts("write"):
+                # Only plain tensors travel (a subclass is flagged above), as raw bytes.
+                results.append([write_output(o, run.out_dir, k, i) for i, o in enumerate(outs)])
+        return P.CandOutputs(nonce=run.nonce, outputs=results, flags=_dedupe(flags), seconds=parts.seconds)
 
     def _call(self, inputs: list[Any], stage: str) -> list[Any]:
         try:
@@ -132,8 +150,8 @@ class Candidate:
             raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
 
     def time(self, req: P.CandTime) -> P.CandTiming:
-        canaries = [to_device(torch.load(self.exchange / f"set_{len(self.sets) + c}.pt", map_location=self.device, weights_only=False), self.device)
-                    for c in range(req.n_canaries)]
+        canaries = [self.draw(seed, want, "a canary set")
+                    for seed, want in zip(req.canary_seeds, req.canary_fingerprints, strict=True)]
         n_sets = len(self.sets)
         loop = timing.Loop(self._forward, self.sets + canaries, self.device, req.timing)
         mean = loop.warmup(timing.rotation(n_sets, max(3 * n_sets, req.timing.warmup_calls)))
@@ -217,6 +235,13 @@ class OpRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return func(*args, **(kwargs or {}))
 
 
+def warm_recorder() -> None:
+    """Enter the op recorder once while waiting for the job: the first dispatch mode imports
+    torch._dynamo (~1.4 s), which would otherwise land in the first correctness call."""
+    with OpRecorder():
+        torch.empty(1).zero_()
+
+
 def _output_flags(outs: list[Any], inputs: list[Any], k: int) -> list[Flag]:
     """Row 3 of EXPLOITS.md: outputs are plain dense tensors with storage of their own."""
     flags = []
@@ -243,8 +268,11 @@ def main() -> None:
         from skills.sandbox import apply_rlimits
 
         apply_rlimits(spec)
+    pin_self(os.environ.get("KAGENT_CPUS"))
     chan = P.take_over_stdio()
     preinit()
+    warm_recorder()
+    chan.send(P.Warm())
     start = chan.recv()
     assert isinstance(start, P.CandStart)
     nonce = start.nonce
@@ -256,9 +284,11 @@ def main() -> None:
         run = chan.recv()
         assert isinstance(run, P.CandRun) and run.nonce == nonce
         stage = "init"
-        cand.construct(Path(run.exchange_dir))
+        parts = timing.Parts()
+        with parts("init"):
+            cand.construct(run)
         stage = "correctness"
-        chan.send(cand.correctness(run))
+        chan.send(cand.correctness(run, parts))
         try:
             req = chan.recv()
         except EOFError:

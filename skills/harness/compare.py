@@ -7,7 +7,13 @@ precision policy (fp32 with TF32 off by default) and c the candidate:
     e_i     = |c_i - r64_i|
     budget_i = K_ELEM * max(e_ref_i, mean(e_ref)) + RTOL * |r64_i| + ATOL_FRAC * scale
 
-and the whole output must also satisfy ||e||_2 <= K_NORM * ||e_ref||_2 + RTOL * ||r64||_2.
+and the whole output must also satisfy ||e||_2 <= K_NORM * ||e_ref||_2 + RTOL_NORM(n) * ||r64||_2, where
+the floor RTOL_NORM is RTOL for outputs of fewer than NORM_MIN_N elements (a scalar's e_ref can be
+small by luck) and RTOL_NORM_LARGE (about 2 fp32 ulps) above: there ||e_ref|| is a stable
+yardstick, and the looser floor let TF32 through a matmul + logsumexp on the H200 (calibration).
+A vanishing tail is tolerated: at most TAIL_FRAC of the elements may exceed their budget, by at
+most TAIL_FACTOR (on the H200 a fair reordering of a 33M-element softmax put 1 element at 1.08x
+its budget; a downcast puts >90% of them 10-1000x over). NaN/inf mismatches are never tolerated.
 `scale` is the RMS of r64. Legal reorderings and fp32 transcendental variants land near ratio 1;
 TF32, fp16 and bf16 shortcuts on an fp32 problem land 10-1000x over (calibration in README).
 Runs in the judge process only: the candidate's process never holds r or r64.
@@ -25,6 +31,10 @@ K_ELEM = 32.0
 K_NORM = 4.0
 RTOL = 1e-6  # 1e-5 let TF32 through on matmul+row-reduction problems (calibration table)
 ATOL_FRAC = 1e-6
+RTOL_NORM_LARGE = 2.5e-7
+NORM_MIN_N = 1024
+TAIL_FRAC = 1e-6
+TAIL_FACTOR = 4.0
 
 
 class Reference:
@@ -44,7 +54,8 @@ class Reference:
             + RTOL * r64.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
             + ATOL_FRAC * self.scale
         )
-        self.norm_budget = K_NORM * float(torch.linalg.vector_norm(e_ref)) + RTOL * self.scale * math.sqrt(n)
+        rtol_norm = RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE
+        self.norm_budget = K_NORM * float(torch.linalg.vector_norm(e_ref)) + rtol_norm * self.scale * math.sqrt(n)
 
 
 def _describe(value: object) -> tuple[list[int], str]:
@@ -53,9 +64,12 @@ def _describe(value: object) -> tuple[list[int], str]:
     return [], type(value).__name__
 
 
-def compare_output(index: int, cand: object, ref: Reference) -> OutputError:
-    """Error report of one candidate output against its reference."""
+def compare_output(index: int, cand: object, ref: Reference, kind: str | None = None) -> OutputError:
+    """Error report of one candidate output against its reference (`kind` names what the candidate
+    returned when it was not a tensor and only its description travelled)."""
     shape, dtype = _describe(cand)
+    if kind is not None:
+        dtype = kind
     want_shape, want_dtype = list(ref.r.shape), str(ref.r.dtype).removeprefix("torch.")
 
     def fail(msg: str) -> OutputError:
@@ -75,6 +89,7 @@ def compare_output(index: int, cand: object, ref: Reference) -> OutputError:
     err = torch.where(ref_nan | same_inf, torch.zeros_like(c), (c - ref.r64).abs()).nan_to_num(math.inf)
     over = (err > ref.budget) | nan_mismatch
     bad = int(over.sum())
+    far = int(((err > TAIL_FACTOR * ref.budget) | nan_mismatch).sum()) if bad else 0
     err_norm = float(torch.linalg.vector_norm(err))
     ref_norm = float(torch.linalg.vector_norm(ref.e_ref))
     ratio = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
@@ -82,9 +97,10 @@ def compare_output(index: int, cand: object, ref: Reference) -> OutputError:
     denom = torch.clamp(ref.r64.abs().nan_to_num(0.0), min=max(ref.scale, 1e-30))
     max_rel = float((err / denom).max()) if err.numel() else 0.0
     norm_ok = err_norm <= ref.norm_budget
-    ok = bad == 0 and norm_ok
+    ok = norm_ok and (bad == 0 or (far == 0 and bad <= TAIL_FRAC * c.numel()))
     if ok:
-        msg = f"output {index}: ok (max abs err {max_abs:.3g}, error {ratio:.2g}x the eager reference's)"
+        tail = f"; {bad} of {c.numel()} elements over their budget by < {TAIL_FACTOR:g}x, tolerated" if bad else ""
+        msg = f"output {index}: ok (max abs err {max_abs:.3g}, error {ratio:.2g}x the eager reference's{tail})"
     else:
         msg = _failure_message(index, c, ref, err, over, bad, norm_ok, err_norm)
     return OutputError(index=index, ok=ok, shape=shape, dtype=dtype, max_abs_err=max_abs,

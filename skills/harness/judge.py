@@ -1,8 +1,9 @@
 """The judge worker: trusted, never imports candidate code.
 
-It loads the problem, draws the input sets from the secret seed, computes the reference outputs
-(under the precision policy, and in fp64), writes only the inputs and the initial weights where
-the candidate can read them, compares the candidate's outputs, and times the baselines.
+It loads the problem, draws the input sets from seeds derived from the secret seed, computes the
+reference outputs (under the precision policy, and in fp64), writes only the initial weights where
+the candidate can read them (the candidate draws the same inputs from the sets' seeds: see
+skills/harness/exchange.py), compares the candidate's outputs, and times the baselines.
 
 Run as `python -m skills.harness.judge` with the protocol on stdin/stdout.
 """
@@ -19,9 +20,18 @@ from typing import Any
 
 import torch
 
+from skills.affinity import pin_self
 from skills.harness import protocol as P
 from skills.harness.compare import Reference, compare_output
-from skills.harness.timing import Loop, rotation
+from skills.harness.exchange import (
+    OutputUnreadable,
+    draw_inputs,
+    fingerprint,
+    meta_tensor,
+    read_output,
+    to_device,
+)
+from skills.harness.timing import Loop, Parts, rotation
 from skills.problem import ProblemError, load_problem
 from skills.results import OutputError, SetResult
 
@@ -43,19 +53,8 @@ def as_outputs(value: object, who: str) -> list[Any]:
     raise TypeError(f"{who} returned {type(value).__name__}; expected a tensor or a tuple of tensors")
 
 
-def to_device(args: list[Any], device: torch.device, double: bool = False) -> list[Any]:
-    out = []
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            a = a.to(device)
-            if double and a.is_floating_point():
-                a = a.double()
-        out.append(a)
-    return out
-
-
 def set_seed(seed: int, index: int) -> None:
-    torch.manual_seed((seed * 1_000_003 + index) % 2**63)
+    torch.manual_seed(P.derive_seed(seed, index))
 
 
 class Judge:
@@ -74,24 +73,24 @@ class Judge:
         self.exchange = Path(start.exchange_dir)
         self.refs: list[list[Reference]] = []
         self.sets: list[list[Any]] = []
+        self.parts = Parts()
 
     def build(self) -> P.JudgeReady:
-        """Draw every input set, compute references, write inputs and weights for the candidate."""
+        """Draw every input set, compute references, write the weights for the candidate."""
         torch.save({"init_inputs": self.init_inputs, "state_dict": self.state}, self.exchange / "init.pt")
         n_total = self.start.n_sets + self.start.n_canaries
         all_refs: list[list[Reference]] = []
+        prints: list[list[float]] = []
         for k in range(n_total):
-            set_seed(self.start.seed, k)
             # Factory calls in get_inputs() land on the device: drawing 64M normals there takes
             # milliseconds instead of the CPU's seconds (same distributions, different stream).
-            with self.device:
-                inputs = list(self.loaded.get_inputs())
-            torch.save(inputs, self.exchange / f"set_{k}.pt")
-            dev_inputs = to_device(inputs, self.device)
+            dev_inputs = draw_inputs(self.loaded.get_inputs, P.derive_seed(self.start.seed, k), self.device)
+            prints.append(fingerprint(dev_inputs))
             with torch.no_grad():
                 r = as_outputs(self.model(*dev_inputs), "Model")
-                r64 = as_outputs(self.model64(*to_device(inputs, self.device, double=True)), "Model")
+                r64 = as_outputs(self.model64(*to_device(dev_inputs, self.device, double=True)), "Model")
             all_refs.append([Reference(a.detach(), b.detach().double()) for a, b in zip(r, r64, strict=True)])
+            del r, r64
             if k < self.start.n_sets:
                 self.sets.append(dev_inputs)
         self.refs = all_refs
@@ -106,6 +105,7 @@ class Judge:
             precision=self.precision, n_outputs=len(all_refs[0]), sample_positions=positions,
             samples=samples, gpu=props.name if props else None, torch_version=str(torch.__version__),
             l2_bytes=int(props.L2_cache_size) if props else 0, read_bytes=self._read_bytes(),
+            fingerprints=prints,
         )
 
     def _read_bytes(self) -> int:
@@ -143,21 +143,39 @@ class Judge:
         return P.SampleRefs(set_index=k, values=values, budgets=budgets)
 
     def compare(self, req: P.CompareRequest) -> P.CompareReport:
-        # weights_only: the file was written by untrusted code, so no pickled objects.
-        outputs = torch.load(req.outputs_file, map_location=self.device, weights_only=True)
         sets = []
+        self.parts = Parts()
         for k, refs in enumerate(self.refs):
-            got = outputs[k] if k < len(outputs) else []
+            got = req.outputs[k] if k < len(req.outputs) else []
             errs: list[OutputError] = []
             for i, ref in enumerate(refs):
                 if i < len(got):
-                    errs.append(compare_output(i, got[i], ref))
+                    errs.append(self._compare_one(req.out_dir, k, i, got[i], ref))
                 else:
                     errs.append(OutputError(index=i, ok=False, shape=[], dtype="missing", max_abs_err=None,
                                             max_rel_err=None, err_ratio=None, bad_elements=ref.r.numel(),
                                             message=f"output {i} missing: the model returned {len(got)} outputs, expected {len(refs)}"))
             sets.append(SetResult(set_index=k, ok=all(e.ok for e in errs), outputs=errs))
-        return P.CompareReport(nonce=self.start.nonce, sets=sets)
+        return P.CompareReport(nonce=self.start.nonce, sets=sets, seconds=self.parts.seconds)
+
+    def _compare_one(self, out_dir: str, k: int, i: int, meta: P.OutputFile, ref: Reference) -> OutputError:
+        """The candidate's output i of set k against its reference; the file is read only when its
+        shape and dtype are the reference's (untrusted sizes never decide how much is read)."""
+        stand_in = meta_tensor(meta)
+        if stand_in is None:
+            what = meta.kind if meta.kind != "Tensor" else f"tensor of dtype {meta.dtype or '?'}"
+            return compare_output(i, None, ref, kind=what)
+        if list(stand_in.shape) != list(ref.r.shape) or stand_in.dtype != ref.r.dtype or not meta.path:
+            return compare_output(i, stand_in, ref)
+        try:
+            with self.parts("read"):
+                got = read_output(meta, out_dir, k, i, self.device)
+        except OutputUnreadable as exc:
+            return OutputError(index=i, ok=False, shape=meta.shape, dtype=meta.dtype, max_abs_err=None,
+                               max_rel_err=None, err_ratio=None, bad_elements=ref.r.numel(),
+                               message=f"output {i} of set {k}: {exc}")
+        with self.parts("compare"):
+            return compare_output(i, got, ref)
 
     def baselines(self, req: P.BaselineRequest) -> P.BaselineReport:
         eager = compiled = None
@@ -190,9 +208,11 @@ class ProblemRefused(Exception):
 
 
 def main() -> None:
-    os.umask(0o022)  # the candidate (another uid) must read the inputs the judge writes
+    os.umask(0o022)  # the candidate (another uid) must read the weights the judge writes
+    pin_self(os.environ.get("KAGENT_CPUS"))
     chan = P.take_over_stdio()
     preinit()
+    chan.send(P.Warm())
     start = chan.recv()
     assert isinstance(start, P.JudgeStart)
     stage = "load"

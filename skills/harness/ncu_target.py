@@ -14,7 +14,8 @@ from pathlib import Path
 import torch
 
 from skills.harness.candidate import SHIM_DIR
-from skills.harness.judge import set_precision, to_device
+from skills.harness.exchange import to_device
+from skills.harness.judge import set_precision
 from skills.problem import load_problem
 
 

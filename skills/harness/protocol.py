@@ -7,6 +7,7 @@ message carries the evaluation's nonce, so a frame forged by candidate code is r
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 from typing import Literal
@@ -33,9 +34,21 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Aim the timed loop at this much time spent inside calls."""
     flush_l2: bool = True
     """Write a buffer twice the size of the last-level cache between calls."""
+    reset_persisting_l2: bool = True
+    """Demote persisting L2 lines before every call (EXPLOITS row 17; cuda)."""
+    work_buffers: int = 1
+    """Pointer-stable input buffer sets the calls rotate through (call i uses set i % n). 4 made
+    the time per call no steadier between evaluations on the H200 (README, Timing stability)."""
 
 
 # ---- judge (trusted: reference, comparisons, baselines; never imports candidate code) ----
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """The seed of input set `index` (-1: the model's weights): one-way, so a candidate that is
+    given the seeds of the sets it runs cannot compute the canaries' or the secret base seed."""
+    digest = hashlib.blake2b(f"{seed}:{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
 
 
 class JudgeStart(msgspec.Struct, tag=True, kw_only=True):
@@ -50,6 +63,7 @@ class JudgeStart(msgspec.Struct, tag=True, kw_only=True):
     n_canaries: int
     samples_per_output: int
     exchange_dir: str
+    """Where the judge writes the initial weights (init.pt) for the candidate."""
 
 
 class SampleRefs(msgspec.Struct, kw_only=True):
@@ -63,7 +77,7 @@ class SampleRefs(msgspec.Struct, kw_only=True):
 
 
 class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
-    """Judge -> parent: references computed; inputs and weights written to the exchange dir."""
+    """Judge -> parent: references computed; the initial weights written to the exchange dir."""
 
     nonce: str
     name: str
@@ -77,18 +91,34 @@ class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
     l2_bytes: int
     read_bytes: int = 0
     """Bytes one call must read from memory at least (inputs, parameters, buffers): a timing floor."""
+    fingerprints: list[list[float]] = msgspec.field(default_factory=list)
+    """Per input set (regular, then canaries): a checksum per input, so the candidate can tell that
+    it drew the same inputs from the set's seed."""
+
+
+class OutputFile(msgspec.Struct, kw_only=True):
+    """One output of one set, as raw bytes (C order) in `path`; empty path: not a plain tensor."""
+
+    path: str
+    shape: list[int]
+    dtype: str
+    kind: str = "Tensor"
+    """The Python type the forward returned (for the message when it is not a tensor)."""
 
 
 class CompareRequest(msgspec.Struct, tag=True, kw_only=True):
-    """Parent -> judge: compare the candidate's outputs in outputs_file (set by set)."""
+    """Parent -> judge: compare the candidate's outputs (per set, per output)."""
 
     nonce: str
-    outputs_file: str
+    out_dir: str
+    outputs: list[list[OutputFile]]
 
 
 class CompareReport(msgspec.Struct, tag=True, kw_only=True):
     nonce: str
     sets: list[SetResult]
+    seconds: dict[str, float] = msgspec.field(default_factory=dict)
+    """Where the judge's time went (read, compare)."""
 
 
 class BaselineRequest(msgspec.Struct, tag=True, kw_only=True):
@@ -143,19 +173,24 @@ class CandImported(msgspec.Struct, tag=True, kw_only=True):
 
 
 class CandRun(msgspec.Struct, tag=True, kw_only=True):
-    """Parent -> candidate: run the correctness input sets in exchange_dir."""
+    """Parent -> candidate: draw the correctness input sets from their seeds and run them."""
 
     nonce: str
     exchange_dir: str
+    """Holds problem.py (for get_inputs) and init.pt (the judge's initial weights)."""
+    sizes: Literal["default", "small"]
     out_dir: str
-    n_sets: int
+    set_seeds: list[int]
+    fingerprints: list[list[float]]
+    """The judge's checksums of the same sets."""
 
 
 class CandTime(msgspec.Struct, tag=True, kw_only=True):
     """Parent -> candidate: correctness passed; time the model over the sets and canaries."""
 
     nonce: str
-    n_canaries: int
+    canary_seeds: list[int]
+    canary_fingerprints: list[list[float]]
     sample_positions: list[list[int]]
     timing: TimingConfig
     canary_fractions: list[float]
@@ -166,8 +201,10 @@ class CandTime(msgspec.Struct, tag=True, kw_only=True):
 
 class CandOutputs(msgspec.Struct, tag=True, kw_only=True):
     nonce: str
-    outputs_file: str
+    outputs: list[list[OutputFile]]
     flags: list[Flag]
+    seconds: dict[str, float] = msgspec.field(default_factory=dict)
+    """Where the candidate's time went (init, draw, run, checks, write)."""
 
 
 class CandTiming(msgspec.Struct, tag=True, kw_only=True):
@@ -178,6 +215,11 @@ class CandTiming(msgspec.Struct, tag=True, kw_only=True):
     spot: list[list[list[float]]]
     """Per timed call, per output: values at the sample positions."""
     flags: list[Flag]
+
+
+class Warm(msgspec.Struct, tag=True, kw_only=True):
+    """Either worker -> parent, before any job: torch imported, CUDA up, ready to work. Carries no
+    nonce (sent before any candidate code runs); evaluations ignore it, a warm pool waits for it."""
 
 
 class WorkerError(msgspec.Struct, tag=True, kw_only=True):
@@ -191,7 +233,7 @@ class WorkerError(msgspec.Struct, tag=True, kw_only=True):
 
 Message = (
     JudgeStart | JudgeReady | CompareRequest | CompareReport | BaselineRequest | BaselineReport
-    | CandStart | CandImported | CandRun | CandTime | CandOutputs | CandTiming | WorkerError
+    | CandStart | CandImported | CandRun | CandTime | CandOutputs | CandTiming | Warm | WorkerError
 )
 
 _encoder = msgspec.msgpack.Encoder()

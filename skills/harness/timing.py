@@ -1,6 +1,7 @@
 """The timing loop shared by the candidate and the baselines, so both are timed alike.
 
-Per call: copy the call's input set into pointer-stable buffers, flush the last-level cache,
+Per call: copy the call's input set into one of a few pointer-stable buffer sets (rotating),
+flush the last-level cache,
 device-wide sync, then [host clock, start event, call, end event, device-wide sync, host clock].
 The event time is the time per call as the caller sees it (the start event fires as soon as the
 queue is empty, so host launch overhead counts); the wall time, minus what an empty call costs,
@@ -86,9 +87,13 @@ class Loop:
         self.device = device
         self.cuda = device.type == "cuda"
         self.config = config
-        # Pointer-stable buffers: every call sees the same addresses with new contents, so
-        # memoising by pointer returns a stale answer that the spot checks catch.
-        self.work = [a.clone() if isinstance(a, torch.Tensor) else a for a in sets[0]]
+        # Pointer-stable buffers: calls see a few fixed addresses with changing contents, so
+        # memoising by pointer returns a stale answer that the spot checks catch. Several sets of
+        # them (call i uses i % n) average over where each landed in memory.
+        self.works = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[0]]
+                      for _ in range(max(1, config.work_buffers))]
+        self.work = self.works[0]
+        self._calls = 0
         flush_bytes = 2 * llc_bytes(device) if config.flush_l2 else 0
         self.flush_buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
         # Events go on the caller's (default) stream: work the call leaves elsewhere is missed by
@@ -96,10 +101,12 @@ class Loop:
         self.stream: Any = torch.cuda.current_stream(device) if self.cuda else None
 
     def _prepare(self, set_index: int) -> None:
+        self.work = self.works[self._calls % len(self.works)]
+        self._calls += 1
         for w, src in zip(self.work, self.sets[set_index], strict=True):
             if isinstance(w, torch.Tensor):
                 _copy(w, src)
-        if self.cuda and _reset_l2 is not None:
+        if self.cuda and _reset_l2 is not None and self.config.reset_persisting_l2:
             _reset_l2()  # demote persisting lines so the flush below evicts them too
         if self.config.flush_l2:
             _zero(self.flush_buf)
@@ -172,6 +179,26 @@ class Loop:
             if after is not None:
                 after(i, out)
         return Samples(per_call_us=events, wall_us=walls, sync_overhead_us=overhead)
+
+
+class Parts:
+    """Wall seconds by named part, for StageTimes.parts: `with parts("draw"): ...` (diagnostics
+    only: in the candidate's process these numbers are as trustworthy as the candidate)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._name = ""
+        self._t0 = 0
+
+    def __call__(self, name: str) -> Parts:
+        self._name = name
+        return self
+
+    def __enter__(self) -> None:
+        self._t0 = _perf_ns()
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds[self._name] = self.seconds.get(self._name, 0.0) + (_perf_ns() - self._t0) / 1e9
 
 
 def _nothing(*args: Any) -> None:
