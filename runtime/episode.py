@@ -127,8 +127,10 @@ class Episode:
 
     def __init__(self, *, store: Store, policy: Policy, problem: ProblemRow, source: str, workspace: Workspace,
                  evaluator: Evaluator, limits: EpisodeLimits, origin: Origin = "rollout",
-                 on_event: OnEvent | None = None, tools: list[str] | None = None) -> None:
+                 on_event: OnEvent | None = None, tools: list[str] | None = None,
+                 rerun_of: int | None = None) -> None:
         self.store, self.policy, self.problem, self.limits = store, policy, problem, limits
+        self.rerun_of = rerun_of
         self.workspace, self.evaluator, self.origin, self.on_event = workspace, evaluator, origin, on_event
         schemas = tool_schemas(tools)
         self.tools = [s["function"]["name"] for s in schemas]
@@ -143,7 +145,8 @@ class Episode:
 
     async def run(self) -> EpisodeOutcome:
         began = time.monotonic()
-        self.id = await self.store.start_episode(self.problem.id, policy_version=self.policy.version, origin=self.origin)
+        self.id = await self.store.start_episode(self.problem.id, policy_version=self.policy.version, origin=self.origin,
+                                                 rerun_of=self.rerun_of)
         await self.emit("started", f"episode {self.id}: {self.problem.name} ({self.origin}, policy {self.policy.version})")
         self.deadline = anyio.current_time() + self.limits.max_seconds
         final: EvalResult | None = None
@@ -268,8 +271,9 @@ class Episode:
 async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, source: str,
                       make_evaluator: Callable[[Path], Evaluator], limits: EpisodeLimits,
                       workspace: WorkspaceConfig, origin: Origin = "rollout", on_event: OnEvent | None = None,
-                      tools: list[str] | None = None) -> EpisodeOutcome:
-    """An episode in a fresh workspace (removed afterwards); `make_evaluator(problem file)`."""
+                      tools: list[str] | None = None, rerun_of: int | None = None) -> EpisodeOutcome:
+    """An episode in a fresh workspace (removed afterwards); `make_evaluator(problem file)`.
+    `rerun_of`: the episode it re-runs (its row is inserted with the store's re-run mark cleared)."""
     ws = await anyio.to_thread.run_sync(partial(Workspace.create, source, config=workspace, name_hint=problem.name))
     # The evaluator reads the problem from a file named after it (results carry the file's stem).
     problem_dir = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="kagent-problem-")))
@@ -278,7 +282,7 @@ async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, sour
         await anyio.Path(problem_file).write_text(source, encoding="utf-8")
         episode = Episode(store=store, policy=policy, problem=problem, source=source, workspace=ws,
                           evaluator=make_evaluator(problem_file), limits=limits, origin=origin,
-                          on_event=on_event, tools=tools)
+                          on_event=on_event, tools=tools, rerun_of=rerun_of)
         return await episode.run()
     finally:
         with anyio.CancelScope(shield=True):

@@ -1,12 +1,19 @@
 """The scheduler: many episodes in flight over a few evaluation slots and a compile pool.
 
     run()    scan the problems folder into the store; mark episodes a crash left `running` as
-             `interrupted` and re-queue them; then start jobs until cancelled:
-             re-queued jobs first, then (with `rollouts`) problems drawn from the curriculum
+             `interrupted` and re-queue every episode the store says waits for a re-run; then
+             start jobs until cancelled: re-queued jobs first, then (with `rollouts`) problems
+             drawn from the curriculum
     solve()  an HTTP request: its own episode, ahead of every rollout (rollouts wait while a
              request waits for room)
     drain()  a graceful stop: nothing new starts (no rollouts, no re-queued jobs; requests get
              `Draining`), episodes already running go on; `wait_idle()` returns when none is left
+
+Re-runs are durable: an episode waiting for one carries the store's `rerun_pending` mark, and
+the mark is cleared only in the transaction that inserts the episode re-running it
+(`start_episode(rerun_of=...)`). A re-queued job that a drain (or a crash) leaves unstarted
+keeps its mark and is re-queued at the next start; one that started is not: none is lost, none
+runs twice.
 
 Limits: `max_in_flight` episodes at once; `max_in_flight_per_version` rollouts running under the
 current policy version (and optionally `max_rollouts_per_version` started under it), so samples
@@ -93,6 +100,8 @@ class _Job(msgspec.Struct, kw_only=True):
     source: str
     origin: Origin
     attempts: int = 0
+    rerun_of: int | None = None
+    """The episode this job re-runs (its `rerun_pending` mark clears when this one starts)."""
 
 
 class Scheduler:
@@ -191,14 +200,15 @@ class Scheduler:
             rollouts=self.config.rollouts and not self._draining, draining=self._draining)
 
     def drain(self) -> None:
-        """Start nothing new from now on: no rollouts, no re-queued jobs, no requests (those
-        waiting for room and later ones raise `Draining`). Episodes already running go on;
-        `wait_idle()` says when they are done. There is no way back: a drained scheduler is
-        stopped by cancelling `run()`."""
+        """Start nothing new from now on: no rollouts, no re-queued jobs (they keep their mark in
+        the store and are re-queued at the next start), no requests (those waiting for room and
+        later ones raise `Draining`). Episodes already running go on; `wait_idle()` says when
+        they are done. There is no way back: a drained scheduler is stopped by cancelling `run()`."""
         if not self._draining:
             self._draining = True
-            log.info("draining: %d episode(s) running, %d job(s) not started", self._in_flight,
-                     len(self._requeued) + self._requests_waiting)
+            log.info("draining: %d episode(s) running; %d re-queued job(s) not started, left for the next"
+                     " start; %d waiting request(s) refused", self._in_flight, len(self._requeued),
+                     self._requests_waiting)
             self._notify()
 
     @property
@@ -280,9 +290,12 @@ class Scheduler:
     async def _run_job(self, job: _Job, version: int | None) -> None:
         rollout = job.origin == "rollout"
         try:
-            outcome = await self._episode(job.problem, job.source, job.origin, None)
+            outcome = await self._episode(job.problem, job.source, job.origin, None, rerun_of=job.rerun_of)
             if outcome.status == "policy_error" and not rollout and job.attempts + 1 < self.config.request_attempts:
-                self._requeued.append(msgspec.structs.replace(job, attempts=job.attempts + 1))
+                # Marked in the store first, so a drain or crash before the retry starts loses nothing.
+                await self.store.mark_rerun_pending(outcome.episode_id)
+                self._requeued.append(msgspec.structs.replace(job, attempts=job.attempts + 1,
+                                                              rerun_of=outcome.episode_id))
         except Exception:  # the store failed (episode bugs end as status error inside run_episode)
             log.exception("episode on %s failed outside its loop", job.problem.name)
         finally:
@@ -291,7 +304,7 @@ class Scheduler:
             self._leave()
 
     async def _episode(self, problem: ProblemRow, source: str, origin: Origin,
-                       on_event: OnEvent | None) -> EpisodeOutcome:
+                       on_event: OnEvent | None, *, rerun_of: int | None = None) -> EpisodeOutcome:
         async def events(event: EpisodeEvent) -> None:
             if event.kind == "turn":
                 self._turns.append(time.monotonic())
@@ -301,7 +314,7 @@ class Scheduler:
         outcome = await run_episode(
             store=self.store, policy=self.policy, problem=problem, source=source,
             make_evaluator=self._evaluator, limits=self.config.limits, workspace=self.workspace,
-            origin=origin, on_event=events, tools=self.config.tools)
+            origin=origin, on_event=events, tools=self.config.tools, rerun_of=rerun_of)
         self._by_status[outcome.status] += 1
         if outcome.status == "policy_error":
             self._policy_failed(outcome.error or "policy error")
@@ -314,18 +327,21 @@ class Scheduler:
                                slots=self.slots, compile_limiter=self.compile_limiter)
 
     async def _requeue_interrupted(self) -> None:
-        ids = set(await self.store.mark_interrupted_episodes())
-        if not ids:
-            return
-        rows = await self.store.list_episodes(status="interrupted", after_id=min(ids) - 1)
-        for row in (r for r in rows if r.id in ids and r.origin != "replay"):
+        """Mark what a crash left `running` as `interrupted` (each then waits for a re-run), and
+        queue every episode waiting for one: also those a previous run re-queued but never
+        started (it was drained or died first)."""
+        marked = await self.store.mark_interrupted_episodes()
+        for row in await self.store.pending_reruns():
             problem = await self.store.get_problem(row.problem_id)
             source = problem.code if problem is not None else None
             if problem is None or source is None:
-                log.warning("interrupted episode %d: problem %s has no stored source; not re-queued", row.id, row.problem_id)
+                log.warning("episode %d (%s): problem %s has no stored source; not re-queued", row.id, row.status,
+                            row.problem_id)
                 continue
-            self._requeued.append(_Job(problem=problem, source=source, origin=row.origin))
-        log.info("marked %d interrupted episode(s), re-queued %d", len(ids), len(self._requeued))
+            self._requeued.append(_Job(problem=problem, source=source, origin=row.origin, rerun_of=row.id))
+        if marked or self._requeued:
+            log.info("marked %d interrupted episode(s); re-queued %d episode(s) waiting for a re-run", len(marked),
+                     len(self._requeued))
 
     # -- policy health
 

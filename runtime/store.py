@@ -79,6 +79,7 @@ from runtime.store_sql import (
     select_episode,
     select_episodes,
     select_evaluations,
+    select_pending_reruns,
     select_policies,
     select_problems,
     select_train_steps,
@@ -87,6 +88,7 @@ from runtime.store_sql import (
     unpack_logprobs,
     update_finished,
     update_interrupted,
+    update_rerun_pending,
     upsert_baseline,
     upsert_curriculum,
     upsert_problems,
@@ -105,9 +107,10 @@ __all__ = [
     # runtime.store_sql: connections, migrations, fn(conn) SQL, token arrays
     "Conn", "connect", "migrate", "migrations", "schema_version", "translate",
     "insert_episode", "insert_evaluation", "insert_policy", "insert_tool_call", "insert_train_step",
-    "insert_turn", "record_policy_path", "update_finished", "update_interrupted", "upsert_baseline", "upsert_curriculum",
+    "insert_turn", "record_policy_path", "update_finished", "update_interrupted", "update_rerun_pending",
+    "upsert_baseline", "upsert_curriculum",
     "upsert_problems", "select_baseline", "select_curriculum", "select_episode", "select_episodes",
-    "select_evaluations", "select_policies", "select_problems", "select_train_steps",
+    "select_evaluations", "select_pending_reruns", "select_policies", "select_problems", "select_train_steps",
     "pack_ids", "pack_logprobs", "unpack_ids", "unpack_logprobs",
 ]
 
@@ -118,7 +121,8 @@ class TrajectoryStore(Protocol):
     """What the episode loop needs from a store (the seam; `Store` implements it)."""
 
     async def start_episode(self, problem_id: str, *, policy_version: int | None,
-                            origin: Origin = "rollout", trainable: bool = True) -> int: ...
+                            origin: Origin = "rollout", trainable: bool = True,
+                            rerun_of: int | None = None) -> int: ...
     async def add_turn(self, turn: TurnRow) -> int: ...
     async def add_tool_call(self, call: ToolCallRow) -> int: ...
     async def add_evaluation(self, result: EvalResult, *, episode_id: int | None,
@@ -322,10 +326,13 @@ class Store:
     # -- episodes
 
     async def start_episode(self, problem_id: str, *, policy_version: int | None,
-                            origin: Origin = "rollout", trainable: bool = True) -> int:
+                            origin: Origin = "rollout", trainable: bool = True,
+                            rerun_of: int | None = None) -> int:
+        """A new `running` episode. `rerun_of`: the episode it re-runs; its `rerun_pending` mark is
+        cleared in the same transaction (StoreError when it has none, so none is re-run twice)."""
         started = time.time()
         return await self.write(
-            lambda c: insert_episode(c, problem_id, policy_version, origin, trainable, started),
+            lambda c: insert_episode(c, problem_id, policy_version, origin, trainable, started, rerun_of),
             f"start_episode({problem_id})")
 
     async def add_turn(self, turn: TurnRow) -> int:
@@ -347,9 +354,19 @@ class Store:
                          f"finish_episode({episode_id})")
 
     async def mark_interrupted_episodes(self) -> list[int]:
-        """At start-up: episodes still `running` were cut short by a crash; returns their ids."""
+        """At start-up: episodes still `running` were cut short by a crash; they become
+        `interrupted` and (but for replays) wait for a re-run (`pending_reruns`). Returns their ids."""
         finished = time.time()
         return await self.write(lambda c: update_interrupted(c, finished), "mark_interrupted_episodes")
+
+    async def pending_reruns(self) -> list[EpisodeRow]:
+        """Episodes waiting for a re-run, oldest first: marked by `mark_interrupted_episodes` or
+        `mark_rerun_pending`, until `start_episode(rerun_of=...)` starts their re-run."""
+        return await self.read(select_pending_reruns)
+
+    async def mark_rerun_pending(self, episode_id: int) -> None:
+        """An ended episode waits for a re-run (the scheduler's retry of a re-queued request)."""
+        await self.write(lambda c: update_rerun_pending(c, episode_id), f"mark_rerun_pending({episode_id})")
 
     async def list_episodes(self, *, status: EpisodeStatus | None = None, finished: bool | None = None,
                             trainable: bool | None = None, problem_id: str | None = None,

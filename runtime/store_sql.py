@@ -198,11 +198,16 @@ def record_policy_path(conn: Conn, path: str, created: float) -> int:
 
 
 def insert_episode(conn: Conn, problem_id: str, policy_version: int | None, origin: Origin,
-                   trainable: bool, started: float) -> int:
+                   trainable: bool, started: float, rerun_of: int | None = None) -> int:
+    """A new `running` episode. `rerun_of`: the episode it re-runs, whose `rerun_pending` mark is
+    cleared in this same transaction (refused when it has none: no episode is re-run twice)."""
     if conn.execute("SELECT 1 FROM problems WHERE id = ?", (problem_id,)).fetchone() is None:
         raise StoreError(f"unknown problem {problem_id!r}: add it with upsert_problem first")
-    cur = conn.execute("INSERT INTO episodes (problem_id, policy_version, origin, trainable, started)"
-                       " VALUES (?, ?, ?, ?, ?)", (problem_id, policy_version, origin, trainable, started))
+    if rerun_of is not None and conn.execute(
+            "UPDATE episodes SET rerun_pending = 0 WHERE id = ? AND rerun_pending = 1", (rerun_of,)).rowcount == 0:
+        raise StoreError(f"episode {rerun_of} is not waiting for a re-run (already re-run, or never marked)")
+    cur = conn.execute("INSERT INTO episodes (problem_id, policy_version, origin, trainable, started, rerun_of)"
+                       " VALUES (?, ?, ?, ?, ?, ?)", (problem_id, policy_version, origin, trainable, started, rerun_of))
     return int(cur.lastrowid or 0)
 
 
@@ -242,10 +247,22 @@ def update_finished(conn: Conn, episode_id: int, status: EpisodeStatus, reward: 
 
 
 def update_interrupted(conn: Conn, finished: float) -> list[int]:
+    """Episodes still `running` become `interrupted` and, but for replays, wait for a re-run
+    (`rerun_pending`); returns their ids."""
     ids = [r[0] for r in conn.execute("SELECT id FROM episodes WHERE status = 'running' ORDER BY id")]
     conn.execute("UPDATE episodes SET status = 'interrupted', finished = ?, error = 'the daemon stopped"
-                 " while the episode ran' WHERE status = 'running'", (finished,))
+                 " while the episode ran', rerun_pending = (origin != 'replay') WHERE status = 'running'",
+                 (finished,))
     return ids
+
+
+def update_rerun_pending(conn: Conn, episode_id: int) -> None:
+    """The episode (ended) waits for a re-run: the next start re-queues it unless one starts first."""
+    if conn.execute("UPDATE episodes SET rerun_pending = 1 WHERE id = ? AND status != 'running'",
+                    (episode_id,)).rowcount == 0:
+        row = conn.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        raise StoreError(f"episode {episode_id} does not exist" if row is None
+                         else f"episode {episode_id} is still running")
 
 
 def insert_evaluation(conn: Conn, r: EvalResult, episode_id: int | None, tool_call_id: int | None,
@@ -327,6 +344,12 @@ def select_episodes(conn: Conn, *, status: EpisodeStatus | None = None, finished
     sql += f" WHERE {' AND '.join(where)}" if where else ""
     sql += " ORDER BY id" + (f" LIMIT {int(limit)}" if limit is not None else "")
     return _rows(conn.execute(sql, args), EpisodeRow)
+
+
+def select_pending_reruns(conn: Conn) -> list[EpisodeRow]:
+    """Episodes waiting for a re-run (`rerun_pending`), oldest first."""
+    return _rows(conn.execute(f"SELECT {_EPISODE_COLS} FROM episodes WHERE rerun_pending = 1 ORDER BY id"),
+                 EpisodeRow)
 
 
 def _turn(d: dict[str, Any]) -> TurnRow:

@@ -257,3 +257,60 @@ def test_hotloader_command_mode_and_failures(tmp_path: Path) -> None:
     assert ok.step == 7 and ok.version == 1 and ok.adapter is None and versions[0] == (1, None)
     assert failed.step is None and failed.failed_steps == [7] and len(versions) == 1
     assert "step_7 (attempt 2/2): POST http://127.0.0.1:9/v1/load_lora_adapter: ConnectError" in (failed.error or "")
+
+
+CRASH_TWO = """
+import os, sys, anyio
+from pathlib import Path
+from runtime.store import ProblemRow, Store, TurnRow
+from skills.problem import source_id
+
+async def main():
+    async with Store.open(sys.argv[1]) as store:
+        for path in sys.argv[2:]:
+            code = Path(path).read_text()
+            row = ProblemRow(id=source_id(code), name="level1/" + Path(path).stem, source="kagent", code=code)
+            await store.upsert_problem(row)
+            eid = await store.start_episode(row.id, policy_version=None)
+            await store.add_turn(TurnRow(episode_id=eid, index=0, text="half way", completion_ids=[5, 6]))
+        os.kill(os.getpid(), 9)
+
+anyio.run(main)
+"""
+
+
+def test_interrupted_episode_requeued_but_not_started_before_a_stop_runs_after_the_next_start(tmp_path: Path) -> None:
+    """kagentd stop while a job re-queued at start still waits (max_in_flight = 1): the next start
+    re-queues it again, it runs once, and a third start has nothing left to re-run."""
+    scripted = Scripted(tmp_path, [READ], delay=0.3, loop=True)
+    d = Kagentd(tmp_path, scripted.base_url, grace=60,
+                extra={"scheduler": {"max_in_flight": 1}, "scheduler.limits": {"max_turns": 3}})
+    d.state.mkdir(parents=True, exist_ok=True)
+    swish = ROOT / "problems" / "level1" / "02_swish.py"
+    crash = subprocess.run([sys.executable, "-c", CRASH_TWO, str(d.db), str(RELU), str(swish)],
+                           cwd=ROOT, env=d.env, capture_output=True, text=True, timeout=120)
+    assert crash.returncode == -9, crash.stderr
+    problems = d.sql("SELECT id, problem_id FROM episodes ORDER BY id")
+    try:
+        d.start()
+        d.wait_for(lambda: (s := d.health()["scheduler"])["running"] == 1 and s["queued"] == 1,
+                   what="one re-run running, one queued")
+        assert d.stop().returncode == 0
+        assert d.sql("SELECT id, status FROM episodes ORDER BY id") == [
+            (1, "interrupted"), (2, "interrupted"), (3, "turn_limit")]
+        d.start()  # the old code re-queued nothing here: episode 2's work was lost
+        d.wait_for(lambda: d.sql("SELECT count(*) FROM episodes WHERE status = 'turn_limit'") == [(2,)],
+                   timeout=30, what="the re-run of episode 2")
+        assert d.stop().returncode == 0
+        d.start()
+        assert d.health()["scheduler"]["queued"] == 0
+        time.sleep(1.0)
+        assert d.health()["scheduler"]["running"] == 0
+        assert d.stop().returncode == 0
+        assert d.sql("SELECT id, status, rerun_pending, rerun_of FROM episodes ORDER BY id") == [
+            (1, "interrupted", 0, None), (2, "interrupted", 0, None), (3, "turn_limit", 0, 1), (4, "turn_limit", 0, 2)]
+        assert d.sql("SELECT problem_id FROM episodes WHERE id > 2 ORDER BY id") == [(p,) for _, p in problems]
+        assert "re-queued 1 episode(s) waiting for a re-run" in (d.state / "kagentd.log").read_text()
+    finally:
+        d.kill()
+        scripted.stop()
