@@ -149,9 +149,19 @@ class Actor(nn.Module):
         h = hidden[0].index_select(0, pred_pos)
         return chosen_logprobs(h, causal.get_output_embeddings().weight, targets, temps, self.chunk)
 
+    def tie_weights(self) -> None:
+        """Re-tie the output embedding to the input one (accelerate calls this on the model it
+        prepares for FSDP after moving it to the meta device, which unties them)."""
+        unwrap_lm(self.lm).tie_weights()
+
     def reference(self) -> Any:
         """Context in which this actor is its own reference (LoRA: adapters off)."""
         return self.lm.disable_adapter() if hasattr(self.lm, "disable_adapter") else nullcontext()
+
+
+class ValueHead(nn.Linear):
+    """The critic's float32 value head: a class of its own so that FSDP makes it a unit of its own
+    (FSDP2 reduce-scatters one gradient dtype per unit; the backbone is bf16 on GPU)."""
 
 
 class Critic(nn.Module):
@@ -160,7 +170,7 @@ class Critic(nn.Module):
     def __init__(self, backbone: Any, hidden_size: int) -> None:
         super().__init__()
         self.backbone = backbone
-        self.value_head = nn.Linear(hidden_size, 1, dtype=torch.float32)
+        self.value_head = ValueHead(hidden_size, 1, dtype=torch.float32)
         nn.init.zeros_(self.value_head.weight)
         nn.init.zeros_(self.value_head.bias)
 
@@ -170,7 +180,7 @@ class Critic(nn.Module):
         hidden = self.backbone(input_ids=input_ids, position_ids=position_ids,
                                **_decoder_kwargs(doc_lens)).last_hidden_state
         h = hidden[0].index_select(0, pred_pos).float()
-        return cast(Tensor, self.value_head(h).squeeze(-1))
+        return cast(Tensor, self.value_head(h).squeeze(-1).clone())  # no view out of an FSDP2 root (it warns)
 
 
 def _enable_checkpointing(model: Any) -> None:
@@ -278,6 +288,35 @@ def save_critic(critic: Critic, folder: Path, *, state_dict: dict[str, Tensor] |
     with _quiet_peft():
         critic.backbone.save_pretrained(str(folder), state_dict=backbone if state_dict is not None else None)
     save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, str(folder / "value_head.safetensors"))
+
+
+def fsdp_units(model: nn.Module) -> list[str]:
+    """Class names FSDP shards as units of their own: the decoder layers (transformers'
+    `_no_split_modules` of each model inside) and the critic's value head."""
+    names: list[str] = []
+    for module in model.modules():
+        for name in getattr(module, "_no_split_modules", None) or []:
+            if name not in names:
+                names.append(name)
+        if isinstance(module, ValueHead) and "ValueHead" not in names:
+            names.append("ValueHead")
+    return names
+
+
+def prepare(acc: Any, model: nn.Module, opt: torch.optim.Optimizer | None) -> tuple[Any, Any]:
+    """`acc.prepare` one model with its optimizer: DDP, or FSDP when accelerate is configured for it.
+    One model per call, as FSDP2 requires; under FSDP the units are `fsdp_units(model)`, whatever
+    wrap policy the accelerate config names (a bf16 unit holding the float32 value head fails)."""
+    plugin = getattr(acc.state, "fsdp_plugin", None)
+    if plugin is not None and "FSDP" in str(acc.distributed_type):
+        from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+        plugin.auto_wrap_policy = transformer_auto_wrap_policy  # prepare() turns it into a partial
+        plugin.transformer_cls_names_to_wrap = fsdp_units(model)
+    if opt is None:
+        return acc.prepare(model), None
+    model, opt = acc.prepare(model, opt)
+    return model, opt
 
 
 def trainable(module: nn.Module) -> list[nn.Parameter]:

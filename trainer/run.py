@@ -65,6 +65,7 @@ from trainer.models import (
     compute_dtype,
     critic_source,
     optimizer,
+    prepare,
     save_actor,
     save_critic,
     trainable,
@@ -227,11 +228,12 @@ def _build(cfg: TrainConfig, acc: Any, resume: Path | None) -> tuple[Models, int
         for name, opt in (("actor", actor_opt), ("critic", critic_opt)):
             if opt is not None and name in states:
                 opt.load_state_dict(states[name])
-    prepared = iter(acc.prepare(*[x for x in (actor, actor_opt, critic, critic_opt) if x is not None]))
-    return Models(accelerator=acc, actor=next(prepared) if actor else None,
-                  actor_opt=next(prepared) if actor_opt else None,
-                  critic=next(prepared) if critic else None,
-                  critic_opt=next(prepared) if critic_opt else None, reference=reference), vocab
+    if actor is not None:
+        actor, actor_opt = prepare(acc, actor, actor_opt)
+    if critic is not None:
+        critic, critic_opt = prepare(acc, critic, critic_opt)
+    return Models(accelerator=acc, actor=actor, actor_opt=actor_opt, critic=critic, critic_opt=critic_opt,
+                  reference=reference), vocab
 
 
 @contextmanager

@@ -132,6 +132,8 @@ def _optimizer_step(model: Any, opt: torch.optim.Optimizer, cfg: TrainConfig, ac
     norm = accelerator.clip_grad_norm_(params, cfg.max_grad_norm)
     opt.step()
     opt.zero_grad(set_to_none=True)
+    if hasattr(norm, "full_tensor"):  # a DTensor under FSDP2
+        norm = norm.full_tensor()
     return torch.as_tensor(norm).detach()
 
 
