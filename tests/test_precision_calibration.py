@@ -9,6 +9,8 @@ whose reason carries the numbers: when the budget is fixed the test turns red un
 
 from __future__ import annotations
 
+import argparse
+import copy
 import sys
 from functools import cache
 from pathlib import Path
@@ -20,7 +22,13 @@ import torch
 # benchmarks/ is not an installed package: importable from the repository root only.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.calibrate_precision import calibrate, tf32_round  # noqa: E402
+from benchmarks.calibrate_precision import (  # noqa: E402
+    build_payload,
+    calibrate,
+    device_candidates,
+    markdown,
+    tf32_round,
+)
 from skills.problem import PROBLEMS_ROOT  # noqa: E402
 
 # name -> has matmul/conv ops (TF32 applies)
@@ -100,3 +108,27 @@ def test_tf32_round() -> None:
     assert (y - x).abs().le(x.abs() * 2.0**-11).all()
     assert y[0] == 1.0 and y[1] == 1.0 + 2.0**-10 and y[2] == 1.0  # a tie rounds away from zero
     assert y[3] == -(1.0 + 2.0**-10)
+
+
+def test_tf32_hw_is_cuda_only() -> None:
+    """Real TF32 needs tensor cores: not a CPU candidate, n/a when asked for on the CPU."""
+    assert "tf32_hw" not in device_candidates("cpu") and device_candidates("cuda")[-1] == "tf32_hw"
+    rec = calibrate(PROBLEMS_ROOT / "level1/27_square_matmul.py", n_sets=1, only=("tf32_hw",))
+    assert rec["candidates"]["tf32_hw"]["status"] == "n/a"
+
+
+def test_cuda_payload_counts_tf32_hw() -> None:
+    """The summary and markdown of a cuda run (a CPU record with a made-up tf32_hw verdict)."""
+    rec = copy.deepcopy(result("level1/27_square_matmul"))
+    rec["candidates"]["tf32_hw"] = dict(rec["candidates"]["tf32_ops"], note="cuBLAS and cuDNN allowed TF32")
+    args = argparse.Namespace(device="cuda", sizes="default", seed=0, sets=1)
+    env = {"date": "2026-11-30T00:00:00+00:00", "gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "cpus": 16}
+    payload = build_payload(args, [rec], env, 1.0)
+    s = payload["summary"]
+    assert payload["device"] == "cuda" and payload["gpu"] == "NVIDIA H200"
+    assert s["by_candidate"]["tf32_hw"] == {"pass": 0, "fail": 1, "n/a": 0, "error": 0}
+    assert s["downcast_total_fp32"] == s["downcast_caught_fp32"] == 5  # bf16, fp16, tf32_in/ops/hw
+    md = markdown(payload)
+    assert md.startswith("# Precision calibration (NVIDIA H200)")
+    assert "GPU NVIDIA H200" in md and "(`Judge` on device cuda)" in md
+    assert "| tf32_hw | 0 | 1 | 0 | 0 |" in md and "| problem | prec | threads |" in md and "tf32_hw | s |" in md
