@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
-from skills.harness.exchange import to_device
+from skills.harness.exchange import to_device  # noqa: E402
 from skills.harness.judge import set_precision  # noqa: E402
-from skills.harness.protocol import TimingConfig  # noqa: E402
-from skills.harness.timing import Loop, rotation  # noqa: E402
+from skills.harness.protocol import TimingConfig, rotation  # noqa: E402
+from skills.harness.timing import Loop  # noqa: E402
 from skills.problem import iter_problems, load_problem  # noqa: E402
 
 

@@ -453,17 +453,19 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     t = time.perf_counter()
     state.stage = "timing"
     rng = random.Random(seed)
+    fractions = [rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)]
     await cand.send(P.CandTime(nonce=nonce, sample_positions=ready.sample_positions,
                                canary_seeds=[P.derive_seed(seed, cfg.n_sets + c) for c in range(cfg.n_canaries)],
                                canary_fingerprints=ready.fingerprints[cfg.n_sets:],
-                               timing=cfg.timing, canary_fractions=[rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)],
+                               timing=cfg.timing, canary_fractions=fractions,
                                profile_calls=cfg.profile_calls if device == "cuda" else 0))
     timed = await cand.expect(P.CandTiming, cfg.timeout_timing_s, "timing")
     await cand.close()  # free its memory and the GPU before baselines run
     state.times.timing = time.perf_counter() - t
     state.candidate = _timing_result(timed.samples)
     state.flags += (timed.flags + spot_check(timed, ready, cfg.n_sets) + sync_check(timed.samples)
-                    + floor_check(state.candidate, ready.read_bytes, cfg))
+                    + floor_check(state.candidate, ready.read_bytes, cfg) + canary_time_check(timed, cfg.n_sets)
+                    + order_check(timed, cfg.n_sets, fractions))
 
     t = time.perf_counter()
     state.stage = "baseline"
@@ -527,6 +529,41 @@ def spot_check(timed: P.CandTiming, ready: P.JudgeReady, n_regular: int) -> list
     return [Flag(name="timed_output_mismatch",
                  detail=f"{bad_calls} of {len(timed.set_order)} timed calls returned wrong values"
                         f" ({bad_canaries} on never-seen inputs): outputs must be computed by each call")]
+
+
+def order_check(timed: P.CandTiming, n_regular: int, fractions: list[float]) -> list[Flag]:
+    """The candidate reports which set each timed call used; it must be the order the parent asked
+    for (rebuilt here), or the spot checks would be matched against the sets the report names."""
+    n = len(timed.samples.per_call_us)
+    if timed.set_order == P.timed_order(n_regular, n, fractions) and len(timed.spot) == n:
+        return []
+    return [Flag(name="harness_tampering", detail="the timed loop did not run the input sets in the order the"
+                 " evaluator asked for (the harness in the candidate's process was changed)")]
+
+
+CANARY_SLOWER = 3.0
+"""A canary call this many times the median, and slower than every repeated-input call, counts as
+slow. For an honest kernel both canaries being the slowest calls of the loop has a chance of about
+2 / n^2 for n calls (a noisy CPU included), and 3x the median on top of that."""
+
+
+def canary_time_check(timed: P.CandTiming, n_regular: int) -> list[Flag]:
+    """Row 7: a cache keyed on input *content* computes correctly on a miss, so the spot checks
+    pass; but the timed loop repeats its few input sets (hits) while each canary is new content (a
+    miss). Every canary call far slower than the calls around it is that cache's signature; an
+    honest kernel takes the same time for new values of the same shape (on the H200 no call of
+    5,000 exceeded 2x its run's median: benchmarks/results/timing-probe-h200.json)."""
+    times = timed.samples.per_call_us
+    canary = [t for t, s in zip(times, timed.set_order, strict=False) if s >= n_regular]
+    regular = sorted(t for t, s in zip(times, timed.set_order, strict=False) if s < n_regular)
+    if len(canary) < 2 or len(regular) < 20:
+        return []
+    median = regular[len(regular) // 2]
+    if all(t > CANARY_SLOWER * median and t > 1.5 * regular[-1] for t in canary):
+        return [Flag(name="input_dependent_time",
+                     detail=f"calls on never-seen inputs took {min(canary):.0f}-{max(canary):.0f} us against a median of"
+                            f" {median:.0f} us on the repeated ones: results must not be cached by input content")]
+    return []
 
 
 def _close(v: float, r: float, budget: float) -> bool:

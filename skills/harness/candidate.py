@@ -154,11 +154,9 @@ class Candidate:
                     for seed, want in zip(req.canary_seeds, req.canary_fingerprints, strict=True)]
         n_sets = len(self.sets)
         loop = timing.Loop(self._forward, self.sets + canaries, self.device, req.timing)
-        mean = loop.warmup(timing.rotation(n_sets, max(3 * n_sets, req.timing.warmup_calls)))
+        mean = loop.warmup(P.rotation(n_sets, max(3 * n_sets, req.timing.warmup_calls)))
         n = loop.n_calls(mean)
-        order = timing.rotation(n_sets, n)
-        for c, frac in enumerate(req.canary_fractions):
-            order[min(n - 1, int(frac * n))] = n_sets + c
+        order = P.timed_order(n_sets, n, req.canary_fractions)
         positions = [torch.tensor(p, dtype=torch.long, device=self.device) for p in req.sample_positions]
         spot: list[list[torch.Tensor]] = []
         flags: list[Flag] = []

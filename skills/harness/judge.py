@@ -31,7 +31,7 @@ from skills.harness.exchange import (
     read_output,
     to_device,
 )
-from skills.harness.timing import Loop, Parts, rotation
+from skills.harness.timing import Loop, Parts
 from skills.problem import ProblemError, load_problem
 from skills.results import OutputError, SetResult
 
@@ -192,8 +192,8 @@ class Judge:
 
     def _time(self, fn: Callable[..., Any], timing: P.TimingConfig) -> P.Samples:
         loop = Loop(fn, self.sets, self.device, timing)
-        mean = loop.warmup(rotation(len(self.sets), 3 * len(self.sets)))
-        return loop.run(rotation(len(self.sets), loop.n_calls(mean)))
+        mean = loop.warmup(P.rotation(len(self.sets), 3 * len(self.sets)))
+        return loop.run(P.rotation(len(self.sets), loop.n_calls(mean)))
 
 
 def preinit() -> None:

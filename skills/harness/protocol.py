@@ -290,3 +290,24 @@ def take_over_stdio() -> Channel:
     os.close(devnull)
     os.dup2(2, 1)
     return Channel(read_fd, write_fd)
+
+
+def rotation(n_sets: int, n_calls: int) -> list[int]:
+    """Set index per call: 0, 1, ..., n_sets-1, 0, 1, ..."""
+    return [i % n_sets for i in range(n_calls)]
+
+
+def timed_order(n_sets: int, n_calls: int, canary_fractions: list[float]) -> list[int]:
+    """The timed loop's set per call: the rotation, with canary c (set n_sets + c) once each at
+    fraction c of the loop (the next free call when two land on the same one). The parent
+    rebuilds it to check the order the candidate reports."""
+    order = rotation(n_sets, n_calls)
+    taken: set[int] = set()
+    for c, frac in enumerate(canary_fractions):
+        pos = min(n_calls - 1, int(frac * n_calls))
+        while pos in taken and len(taken) < n_calls:
+            pos = (pos + 1) % n_calls
+        if len(taken) < n_calls:
+            taken.add(pos)
+            order[pos] = n_sets + c
+    return order

@@ -203,8 +203,3 @@ class Parts:
 
 def _nothing(*args: Any) -> None:
     return None
-
-
-def rotation(n_sets: int, n_calls: int) -> list[int]:
-    """Set index per call: 0, 1, ..., n_sets-1, 0, 1, ..."""
-    return [i % n_sets for i in range(n_calls)]
