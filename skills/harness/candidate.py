@@ -183,13 +183,17 @@ class Candidate:
 
     def _probe(self, loop: timing.Loop, n_sets: int, calls: int = 3) -> list[Flag]:
         """Calls after the timed loop, like timed ones, under the op recorder: code that behaves
-        only for the first calls (correctness, warm-up) still runs torch ops here."""
+        only for the first calls (correctness, warm-up) still runs torch ops here. On cpu, two
+        more under the profiler with no dispatch mode active, for code that runs its kernel only
+        while it sees a dispatch mode (cuda has the profiler's launch accounting instead)."""
         flags: list[Flag] = []
         for i in range(calls):
             loop._prepare(i % n_sets)  # the harness's own copies and cache flush are not recorded
             with OpRecorder() as rec:
                 loop.fn(*loop.work)
             flags += rec.flags()
+        if self.device.type == "cpu":
+            flags += _profiled_ops(loop, n_sets)
         return flags
 
     def _forward(self, *args: Any) -> Any:
@@ -231,6 +235,44 @@ class OpRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if name not in ALLOWED_ATEN:
             self.compute.add(name)
         return func(*args, **(kwargs or {}))
+
+
+def _profiled_ops(loop: timing.Loop, n_sets: int, calls: int = 2) -> list[Flag]:
+    """aten compute ops the CPU profiler saw in `calls` calls (no dispatch mode is active)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    seen: set[str] = set()
+    for i in range(calls):
+        loop._prepare(i % n_sets)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            loop.fn(*loop.work)
+        for event in prof.events():
+            name = event.name.removeprefix("aten::") if event.name.startswith("aten::") else None
+            if name is not None and name not in ALLOWED_ATEN and not _composite(name):
+                seen.add(name)
+    if not seen:
+        return []
+    return [Flag(name="torch_fallback", detail="forward ran torch compute ops while unobserved by a dispatch mode"
+                 " (seen by the profiler): " + ", ".join(sorted(seen)[:6]) + "; compute must happen in your own kernels")]
+
+
+def _composite(op: str) -> bool:
+    """An op with no kernel of its own (`contiguous`, `to`, ...): the profiler shows it as a wrapper,
+    and what it really runs (a copy, if any) appears as its own event; the recorder never sees it."""
+    packet = getattr(torch.ops.aten, op, None)
+    if packet is None:
+        return False
+    checked = 0
+    for overload in packet.overloads():
+        full = f"aten::{op}" + ("" if overload == "default" else f".{overload}")
+        try:
+            composite = torch._C._dispatch_has_kernel_for_dispatch_key(full, "CompositeImplicitAutograd")
+        except RuntimeError:  # an overload only TorchScript registers
+            continue
+        if not composite:
+            return False
+        checked += 1
+    return checked > 0
 
 
 def warm_recorder() -> None:
