@@ -62,7 +62,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from benchmarks.common import RESULTS, environment, table, write_result  # noqa: E402
 from skills.harness import protocol as P  # noqa: E402
-from skills.harness.compare import NORM_MIN_N, RTOL, RTOL_NORM_LARGE, Reference, compare_output  # noqa: E402
+from skills.harness.compare import Reference, compare_output  # noqa: E402
 from skills.harness.exchange import to_device  # noqa: E402
 from skills.harness.judge import Judge, ProblemRefused, as_outputs, set_precision  # noqa: E402
 from skills.problem import PROBLEMS_ROOT, iter_problems  # noqa: E402
@@ -471,9 +471,7 @@ def budget_use(c: Any, ref: Reference) -> tuple[float, float, float]:
     """Diagnostics beside the verdict (which is compare_output's alone): the largest
     |c - r64| / budget over elements, ||c - r64|| / norm budget, and the share of the norm budget
     that is the RTOL * ||r64|| floor rather than K_NORM * ||e_ref||."""
-    n = max(ref.r64.numel(), 1)
-    floor = (RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE) * ref.scale * math.sqrt(n)
-    share = floor / ref.norm_budget if ref.norm_budget > 0 else 1.0
+    share = ref.norm_floor / ref.norm_budget if ref.norm_budget > 0 else 1.0
     if not isinstance(c, torch.Tensor) or list(c.shape) != list(ref.r64.shape):
         return math.inf, math.inf, share
     d = c.double()

@@ -61,7 +61,6 @@ class Candidate:
         self.model: Any = None
         self.module: Any = None
         self.sets: list[list[Any]] = []
-        self.exchange = Path()
         self.get_inputs: Any = None
 
     def import_model(self) -> None:
@@ -93,7 +92,7 @@ class Candidate:
         self.module = module
 
     def construct(self, run: P.CandRun) -> None:
-        self.exchange = exchange = Path(run.exchange_dir)
+        exchange = Path(run.exchange_dir)
         try:
             self.get_inputs = load_problem(exchange / "problem.py", sizes=run.sizes).get_inputs
         except ProblemError as exc:
@@ -227,14 +226,19 @@ class OpRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def flags(self) -> list[Flag]:
         if not self.compute:
             return []
-        return [Flag(name="torch_fallback", detail="forward ran torch compute ops: "
-                     + ", ".join(sorted(self.compute)[:6]) + "; compute must happen in your own kernels")]
+        return [fallback_flag(self.compute)]
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = func.overloadpacket.__name__
         if name not in ALLOWED_ATEN:
             self.compute.add(name)
         return func(*args, **(kwargs or {}))
+
+
+def fallback_flag(ops: set[str], how: str = "") -> Flag:
+    """torch_fallback naming (up to 6 of) the aten compute ops a forward ran."""
+    return Flag(name="torch_fallback", detail=f"forward ran torch compute ops{how}: "
+                + ", ".join(sorted(ops)[:6]) + "; compute must happen in your own kernels")
 
 
 def _profiled_ops(loop: timing.Loop, n_sets: int, calls: int = 2) -> list[Flag]:
@@ -250,10 +254,7 @@ def _profiled_ops(loop: timing.Loop, n_sets: int, calls: int = 2) -> list[Flag]:
             name = event.name.removeprefix("aten::") if event.name.startswith("aten::") else None
             if name is not None and name not in ALLOWED_ATEN and not _composite(name):
                 seen.add(name)
-    if not seen:
-        return []
-    return [Flag(name="torch_fallback", detail="forward ran torch compute ops while unobserved by a dispatch mode"
-                 " (seen by the profiler): " + ", ".join(sorted(seen)[:6]) + "; compute must happen in your own kernels")]
+    return [fallback_flag(seen, " while unobserved by a dispatch mode (seen by the profiler)")] if seen else []
 
 
 def _composite(op: str) -> bool:

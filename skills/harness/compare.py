@@ -54,8 +54,9 @@ class Reference:
             + RTOL * r64.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
             + ATOL_FRAC * self.scale
         )
-        rtol_norm = RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE
-        self.norm_budget = K_NORM * float(torch.linalg.vector_norm(e_ref)) + rtol_norm * self.scale * math.sqrt(n)
+        # the floor of the norm budget (the rest is K_NORM * ||e_ref||)
+        self.norm_floor = (RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE) * self.scale * math.sqrt(n)
+        self.norm_budget = K_NORM * float(torch.linalg.vector_norm(e_ref)) + self.norm_floor
 
 
 def _describe(value: object) -> tuple[list[int], str]:

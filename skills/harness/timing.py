@@ -1,7 +1,7 @@
 """The timing loop shared by the candidate and the baselines, so both are timed alike.
 
-Per call: copy the call's input set into one of a few pointer-stable buffer sets (rotating),
-flush the last-level cache,
+Per call: copy the call's input set into pointer-stable buffers (`work_buffers` sets of them,
+rotating; one by default), flush the last-level cache,
 device-wide sync, then [host clock, start event, call, end event, device-wide sync, host clock].
 The event time is the time per call as the caller sees it (the start event fires as soon as the
 queue is empty, so host launch overhead counts); the wall time, minus what an empty call costs,
@@ -87,9 +87,9 @@ class Loop:
         self.device = device
         self.cuda = device.type == "cuda"
         self.config = config
-        # Pointer-stable buffers: calls see a few fixed addresses with changing contents, so
-        # memoising by pointer returns a stale answer that the spot checks catch. Several sets of
-        # them (call i uses i % n) average over where each landed in memory.
+        # Pointer-stable buffers: calls see fixed addresses with changing contents, so memoising
+        # by pointer returns a stale answer that the spot checks catch. With work_buffers > 1,
+        # call i uses set i % n (tried for stability; it measured no steadier on the H200).
         self.works = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[0]]
                       for _ in range(max(1, config.work_buffers))]
         self.work = self.works[0]
