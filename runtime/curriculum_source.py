@@ -20,7 +20,14 @@ import msgspec
 
 from runtime.store import Store
 from runtime.store_rows import ProblemRow
-from skills.problem import MANIFEST_NAME, ManifestRow, iter_problems, read_manifest, source_id
+from skills.problem import (
+    MANIFEST_NAME,
+    ManifestRow,
+    iter_problems,
+    level_of,
+    read_manifest,
+    source_id,
+)
 
 log = logging.getLogger("kagent.curriculum")
 
@@ -49,7 +56,7 @@ def scan_problems(root: Path) -> list[ProblemRow]:
         m = manifest.get(pid)
         rows.append(ProblemRow(
             id=pid, name=f"{path.parent.name}/{path.stem}", source=m.source if m else "kagent",
-            level=int(path.parent.name.removeprefix("level")) if path.parent.name[5:].isdigit() else None,
+            level=level_of(path.parent.name),
             path=path.relative_to(root).as_posix(), precision=m.precision if m else None,
             tier=m.tier if m else None, code=code,
             manifest=msgspec.json.encode(m).decode() if m else None))

@@ -30,6 +30,7 @@ from runtime.episode_support import (
     NO_TOOL_CALL,
     Best,
     opening_messages,
+    passed,
     read_files,
     speedup,
     untouched,
@@ -46,6 +47,7 @@ from runtime.store_rows import (
     ToolCallRow,
     ToolCallSpec,
     TurnRow,
+    problem_path,
 )
 from skills.base import SkillContext, SkillResult, call_skill, decode_args, get_skill, tool_schemas
 from skills.eval_skills import Evaluator
@@ -208,8 +210,8 @@ class Episode:
             row_id = await self.store.add_tool_call(row)
             if isinstance(result.record, EvalResult):
                 await self.store.add_evaluation(result.record, episode_id=self.id, tool_call_id=row_id)
-                files = await anyio.to_thread.run_sync(read_files, self.workspace)
-                self.best.offer(result.record, files)
+                if passed(result.record):  # Best keeps passed results only: skip reading otherwise
+                    self.best.offer(result.record, await anyio.to_thread.run_sync(read_files, self.workspace))
             self.conv.add(Message(role="tool", content=result.text, tool_call_id=call.id))
             first = result.text.splitlines()[0] if result.text else ""
             await self.emit("tool", f"  {call.name or '?'}: {first[:160]}", turn=self.turn - 1,
@@ -241,10 +243,10 @@ class Episode:
             await self.emit("evaluation", "final evaluation running")
             result = await self.evaluator.evaluate(self.workspace.path, "final")
         await self.store.add_evaluation(result, episode_id=self.id)
-        files = await anyio.to_thread.run_sync(read_files, self.workspace)
-        self.best.offer(result, files)
+        if passed(result):
+            self.best.offer(result, await anyio.to_thread.run_sync(read_files, self.workspace))
         await self.emit("evaluation", f"final: reward {result.reward}, {result.error or 'evaluated'}".splitlines()[0],
-                        ok=result.compiled and result.correct and not result.flags, reward=result.reward)
+                        ok=passed(result), reward=result.reward)
         return result
 
     async def finish(self, status: EpisodeStatus, final: EvalResult | None, error: str | None,
@@ -278,7 +280,7 @@ async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, sour
     # The evaluator reads the problem from a file named after it (results carry the file's stem).
     problem_dir = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="kagent-problem-")))
     try:
-        problem_file = problem_dir / f"{problem.name.rsplit('/', 1)[-1] or 'problem'}.py"
+        problem_file = problem_path(problem_dir, problem.name)
         await anyio.Path(problem_file).write_text(source, encoding="utf-8")
         episode = Episode(store=store, policy=policy, problem=problem, source=source, workspace=ws,
                           evaluator=make_evaluator(problem_file), limits=limits, origin=origin,

@@ -10,6 +10,7 @@ import msgspec
 import torch
 
 from runtime.store_rows import Message, ProblemRow
+from skills import reward
 from skills.results import Backend, EvalResult, Precision, Speedup, StageTimes
 from skills.reward import get_reward_fn
 from skills.workspace import MODEL, MODEL_NEW_TEMPLATE, Workspace
@@ -71,7 +72,7 @@ def _precision(value: str | None) -> Precision:
 
 def passed(result: EvalResult) -> bool:
     """Compiled, correct and no check fired."""
-    return result.compiled and result.correct and not result.flags
+    return not reward.failed(result)
 
 
 def read_files(ws: Workspace) -> dict[str, str]:
@@ -80,10 +81,7 @@ def read_files(ws: Workspace) -> dict[str, str]:
 
 
 def speedup(result: EvalResult | None, baseline: str) -> float | None:
-    for s in result.speedups if result is not None else []:
-        if s.baseline == baseline:
-            return s.value
-    return None
+    return reward.speedup(result, baseline) if result is not None else None
 
 
 class Best(msgspec.Struct, kw_only=True):

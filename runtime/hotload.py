@@ -30,6 +30,7 @@ import msgspec
 import watchfiles
 
 from runtime.config import HotloadConfig
+from runtime.settings import server_root
 from runtime.store import Store, StoreError
 
 log = logging.getLogger("kagentd.hotload")
@@ -142,11 +143,6 @@ class NoLoader:
 
     async def aclose(self) -> None:
         return None
-
-
-def server_root(base_url: str) -> str:
-    """`http://host:8000/v1` -> `http://host:8000` (vLLM's LoRA routes sit beside /v1/chat)."""
-    return re.sub(r"/v1/?$", "", base_url.rstrip("/"))
 
 
 def make_loader(config: HotloadConfig, *, policy_base_url: str, api_key: str | None) -> Loader:

@@ -30,6 +30,7 @@ import openai
 
 from runtime.settings import PolicyConfig as PolicyConfig  # re-exported: its old home
 from runtime.settings import TokenMode as TokenMode
+from runtime.settings import server_root
 from runtime.store_rows import Message, ToolCallSpec
 from runtime.tokens import (
     HFRenderer,
@@ -236,7 +237,7 @@ class OpenAIPolicy:
         self.config = config
         self.client = openai.AsyncOpenAI(base_url=config.base_url, api_key=config.api_key,
                                          timeout=config.timeout_s, max_retries=0)
-        self.root_url = str(config.base_url).rstrip("/").removesuffix("/v1")
+        self.root_url = server_root(str(config.base_url))
         self._version = version
         self._model = config.model
         self.parser = get_tool_parser(config.tool_parser)

@@ -26,6 +26,7 @@ import anyio
 import msgspec
 
 from runtime.store import EpisodeDetail, ToolCallRow
+from runtime.store_rows import problem_path
 from skills import load_skills
 from skills.base import SkillContext, SkillResult, call_skill
 from skills.baselines import BaselineCache
@@ -106,8 +107,7 @@ def _problem_file(detail: EpisodeDetail, folder: Path) -> Path:
     """The stored problem source in a file named as the daemon names it."""
     if detail.problem.code is None:
         raise ValueError(f"problem {detail.problem.name} ({detail.problem.id}) has no stored source; cannot replay")
-    stem = detail.problem.name.rsplit("/", 1)[-1] or "problem"
-    path = folder / f"{stem}.py"
+    path = problem_path(folder, detail.problem.name)
     path.write_text(detail.problem.code, encoding="utf-8")
     return path
 

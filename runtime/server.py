@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from runtime import queries
 from runtime.answer import RequestError, extract_module, last_user_text, render_answer
+from runtime.cli_runtime import SEPARATOR
 from runtime.config import HttpConfig
 from runtime.episode import EpisodeEvent, EpisodeOutcome
 from runtime.scheduler import Draining, SchedulerStatus
@@ -330,7 +331,7 @@ class Solve:
             return
         outcome = self.outcome
         assert outcome is not None
-        body = self._chunk({"content": "\n---\n\n" + render_answer(outcome, self.req.name)})
+        body = self._chunk({"content": SEPARATOR + render_answer(outcome, self.req.name)})
         body += self._chunk({}, "stop", kagent=self._extension(outcome))
         if self.req.include_usage:
             data = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": MODEL,

@@ -115,3 +115,8 @@ class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Seconds between reads of the store's curriculum weights."""
     seed: int | None = None
     """Seed of the curriculum's sampling (None: random)."""
+
+
+def server_root(base_url: str) -> str:
+    """`http://host:8000/v1` -> `http://host:8000`: where vLLM's /tokenize and LoRA routes sit."""
+    return base_url.rstrip("/").removesuffix("/v1")

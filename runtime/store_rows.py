@@ -7,6 +7,7 @@ The SQL that writes and reads them is in runtime/store_sql.py; the Store in runt
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
@@ -271,3 +272,9 @@ class TrainStepRow(msgspec.Struct, kw_only=True):
     """Unix time of the step."""
     id: int | None = None
     """Row id (None before it is stored)."""
+
+
+def problem_path(folder: Path, name: str) -> Path:
+    """Where a problem's source goes for an evaluation: named after the problem (`level1/07_gelu`
+    -> `07_gelu.py`), since evaluation results carry the file's stem."""
+    return folder / f"{name.rsplit('/', 1)[-1] or 'problem'}.py"

@@ -158,7 +158,7 @@ def load_problem(path: str | Path, *, sizes: Sizes = "default") -> LoadedProblem
         raise ProblemError(
             f"{label}: not valid UTF-8 text ({e.reason} at byte {e.start})"
         ) from None
-    level = _level_of(p.parent.name)
+    level = level_of(p.parent.name)
     name = f"{p.parent.name}/{p.stem}" if level is not None else p.stem
     return _load(source, name=name, path=label, level=level, sizes=sizes, filename=str(p))
 
@@ -166,7 +166,7 @@ def load_problem(path: str | Path, *, sizes: Sizes = "default") -> LoadedProblem
 def load_problem_source(source: str, name: str, *, sizes: Sizes = "default") -> LoadedProblem:
     """Execute a problem given as text; ``name`` like ``level1/07_gelu`` (level from the prefix)."""
     first = name.split("/", 1)[0] if "/" in name else ""
-    level = _level_of(first)
+    level = level_of(first)
     label = f"<{name}>"
     return _load(source, name=name, path=label, level=level, sizes=sizes, filename=label)
 
@@ -235,8 +235,8 @@ def iter_problems(root: Path) -> list[Path]:
 
     Skips ``__init__.py``, README files and names starting with ``_``.
     """
-    dirs = [d for d in root.iterdir() if d.is_dir() and _level_of(d.name) is not None]
-    dirs.sort(key=lambda d: (_level_of(d.name), d.name))
+    dirs = [d for d in root.iterdir() if d.is_dir() and level_of(d.name) is not None]
+    dirs.sort(key=lambda d: (level_of(d.name), d.name))
     files: list[Path] = []
     for d in dirs:
         for f in sorted(d.glob("*.py")):
@@ -246,7 +246,8 @@ def iter_problems(root: Path) -> list[Path]:
     return files
 
 
-def _level_of(dirname: str) -> int | None:
+def level_of(dirname: str) -> int | None:
+    """`level3` -> 3; None for a folder that is not a level."""
     m = _LEVEL_DIR.fullmatch(dirname)
     return int(m.group(1)) if m else None
 
@@ -463,7 +464,7 @@ def manifest_row(path: Path, root: Path, *, source: str = BUNDLED_SOURCE) -> Man
             pid = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
         except OSError:
             pid = ""
-        level = _level_of(path.parent.name)
+        level = level_of(path.parent.name)
         name = f"{path.parent.name}/{path.stem}" if level is not None else path.stem
         return _error_row(pid, name, level, source, rel, None, str(e))
     prob = lp.problem

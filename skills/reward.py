@@ -15,7 +15,8 @@ from skills.results import EvalResult
 RewardFn = Callable[[EvalResult], float]
 
 
-def _failed(result: EvalResult) -> bool:
+def failed(result: EvalResult) -> bool:
+    """Did not compile, is wrong, or a check fired (reward -1 under every reward function)."""
     return not (result.compiled and result.correct) or bool(result.flags)
 
 
@@ -23,7 +24,8 @@ def _faster(result: EvalResult, baseline: str) -> bool:
     return any(s.baseline == baseline and s.faster for s in result.speedups)
 
 
-def _speedup(result: EvalResult, baseline: str) -> float | None:
+def speedup(result: EvalResult, baseline: str) -> float | None:
+    """The continuous speedup against `baseline`, if it was timed."""
     for s in result.speedups:
         if s.baseline == baseline:
             return s.value
@@ -32,7 +34,7 @@ def _speedup(result: EvalResult, baseline: str) -> float | None:
 
 def milestone(result: EvalResult) -> float:
     """-1 fail or flagged / 1 correct / 2 faster than eager / 3 faster than eager and compile."""
-    if _failed(result):
+    if failed(result):
         return -1.0
     if _faster(result, "eager") and _faster(result, "compile"):
         return 3.0
@@ -43,21 +45,21 @@ def milestone(result: EvalResult) -> float:
 
 def speedup_vs_compile(result: EvalResult) -> float:
     """-1 on failure, else t_compile / t (0 when the compile baseline was not measured)."""
-    if _failed(result):
+    if failed(result):
         return -1.0
-    return _speedup(result, "compile") or 0.0
+    return speedup(result, "compile") or 0.0
 
 
 def speedup_vs_eager(result: EvalResult) -> float:
     """-1 on failure, else t_eager / t (0 when the eager baseline was not measured)."""
-    if _failed(result):
+    if failed(result):
         return -1.0
-    return _speedup(result, "eager") or 0.0
+    return speedup(result, "eager") or 0.0
 
 
 def binary(result: EvalResult) -> float:
     """1 when correct and unflagged, else 0."""
-    return 0.0 if _failed(result) else 1.0
+    return 0.0 if failed(result) else 1.0
 
 
 REWARDS: dict[str, RewardFn] = {
