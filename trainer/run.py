@@ -69,7 +69,6 @@ from trainer.models import (
     save_actor,
     save_critic,
     trainable,
-    unwrap_lm,
     vocab_size,
 )
 from trainer.update import Models, train_step
@@ -216,8 +215,7 @@ def _build(cfg: TrainConfig, acc: Any, resume: Path | None) -> tuple[Models, int
         critic.train()
     if cfg.stage == "ppo" and cfg.kl_coef > 0 and not cfg.lora:
         reference = build_reference(cfg, dtype=dtype).to(acc.device)
-    vocab = vocab_size(actor.lm) if actor is not None else \
-        int(unwrap_lm(critic.backbone).get_input_embeddings().weight.shape[0])  # type: ignore[union-attr]
+    vocab = vocab_size(actor.lm if actor is not None else critic.backbone)  # type: ignore[union-attr]
     actor_opt = optimizer(trainable(actor), lr=cfg.lr, weight_decay=cfg.weight_decay) if actor else None
     critic_opt = optimizer(trainable(critic), lr=cfg.critic_lr, weight_decay=cfg.weight_decay) if critic else None
     if resume is not None:

@@ -35,7 +35,7 @@ from trainer.algos import (
 )
 from trainer.config import TrainConfig
 from trainer.data import Batch, EpisodeTokens, make_batch
-from trainer.models import Actor
+from trainer.models import Actor, trainable
 
 Tick = Callable[[int], None]
 
@@ -128,7 +128,7 @@ def _global_tokens(batches: list[Batch], accelerator: Any) -> float:
 
 
 def _optimizer_step(model: Any, opt: torch.optim.Optimizer, cfg: TrainConfig, accelerator: Any) -> Tensor:
-    params = [p for p in model.parameters() if p.requires_grad]
+    params = trainable(model)
     norm = accelerator.clip_grad_norm_(params, cfg.max_grad_norm)
     opt.step()
     opt.zero_grad(set_to_none=True)
