@@ -60,7 +60,8 @@ def cmd_solutions(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
         r, wall = run(problem, ws, "final", cfg, cache)
         sp = {s.baseline: s for s in r.speedups}
         c = r.candidate
-        rows.append([r.problem, r.reward, c.per_call_us.median if c else None, c.kernel_us if c else None,
+        rows.append([r.problem, r.reward, c.per_call_us.median if c else None,
+                     c.caller_us.median if c and c.caller_us else None, c.kernel_us if c else None,
                      r.eager.per_call_us.median if r.eager else None,
                      r.compiled_baseline.per_call_us.median if r.compiled_baseline else None,
                      f"{sp['eager'].value:.2f} [{sp['eager'].low:.2f}]" if "eager" in sp else None,
@@ -68,7 +69,7 @@ def cmd_solutions(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                      100 * c.cv if c else None, ",".join(f.name for f in r.flags) or (r.error or "")[:60], wall])
         records.append(msgspec.to_builtins(r))
         write_result(args.out or "eval-solutions", {"results": records, "partial": True, "env": environment()})
-    print(table(["problem", "reward", "us/call", "kernel us", "eager us", "compile us", "x eager [low]",
+    print(table(["problem", "reward", "us/call", "caller us", "kernel us", "eager us", "compile us", "x eager [low]",
                  "x compile [low]", "cv %", "flags/error", "wall s"], rows))
     return {"results": records}
 
@@ -141,32 +142,60 @@ def _clock_mhz() -> int | None:
         return None
 
 
-# before: one work buffer, workers not pinned, builds not confined (the first H200 measurement,
-# and the defaults again since these changes measured no steadier). after: 4 buffers, pinned.
+# before: one work buffer, workers not pinned, builds not confined (the first H200 measurement).
+# after: 4 buffers, pinned (session 3: no steadier). Both with lead_us 0: the GPU idle when each
+# timed call starts, as before the lead existed. "lead": the default TimingConfig (a spin kernel
+# queued ahead of every timed call); "lead+pool": the same through a WarmPool, as the daemon runs.
 VARIANTS: dict[str, dict[str, Any]] = {
-    "before": {"pin_cpus": False, "work_buffers": 1, "warmup_seconds": 0.15},
-    "after": {"pin_cpus": True, "work_buffers": 4},
-    "after+0.5s warm-up": {"pin_cpus": True, "work_buffers": 4, "warmup_seconds": 0.5},
-    "after-no-l2-reset": {"pin_cpus": True, "work_buffers": 4, "reset_persisting_l2": False},
+    "before": {"pin_cpus": False, "work_buffers": 1, "warmup_seconds": 0.15, "lead_us": 0.0},
+    "after": {"pin_cpus": True, "work_buffers": 4, "lead_us": 0.0},
+    "after+0.5s warm-up": {"pin_cpus": True, "work_buffers": 4, "warmup_seconds": 0.5, "lead_us": 0.0},
+    "after-no-l2-reset": {"pin_cpus": True, "work_buffers": 4, "reset_persisting_l2": False, "lead_us": 0.0},
+    "lead": {},
+    "lead+pool": {"pool": True},
 }
+TIMING_KEYS = ("work_buffers", "warmup_seconds", "reset_persisting_l2", "lead_us")
 
 
 def _variant(cfg: EvalConfig, name: str) -> EvalConfig:
     v = VARIANTS[name]
-    timing = msgspec.structs.replace(cfg.timing, **{k: v[k] for k in ("work_buffers", "warmup_seconds", "reset_persisting_l2") if k in v})
+    timing = msgspec.structs.replace(cfg.timing, **{k: v[k] for k in TIMING_KEYS if k in v})
     return msgspec.structs.replace(cfg, timing=timing, pin_cpus=v.get("pin_cpus", cfg.pin_cpus))
 
 
+def _profile_runs(problem: Path, ws: Path, cfg: EvalConfig, cache: JsonBaselineCache, n: int, pool: bool,
+                  each: Any) -> None:
+    """n profile evaluations, each in fresh workers (cold, or from a warm pool); each(result)."""
+    if not pool:
+        for _ in range(n):
+            each(run(problem, ws, "profile", cfg, cache)[0])
+        return
+
+    async def go() -> None:
+        async with WarmPool(cfg, size=1) as p:
+            for _ in range(n):
+                await p.wait_full()
+                each(await evaluate(problem, ws, mode="profile", config=cfg, baseline_cache=cache, pool=p))
+
+    anyio.run(go)
+
+
+def _cv(xs: list[float]) -> float:
+    return statistics.pstdev(xs) / statistics.fmean(xs) if len(xs) > 1 else 0.0
+
+
 def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
-    """Per variant and condition: the medians of N separate profile evaluations and their CV.
-    Quiet: the variants interleaved run by run (drift hits all alike). Loaded: K compiles run,
-    unconfined for `before`, confined (nice, off the timing cores) for the others."""
+    """Per variant and condition: the medians of N separate profile evaluations and their CV, for
+    the judged time per call, the waiting caller's time and the profiler's kernel time. Quiet: the
+    variants interleaved run by run (drift hits all alike). Loaded: K compiles run, unconfined for
+    `before`, confined (nice, off the timing cores) for the others."""
     problem, ws = _one(args)
     run(problem, ws, "profile", cfg, cache)
     result: dict[str, Any] = {"problem": str(problem), "variants": VARIANTS}
     rows = []
     names = [n for n in args.variants.split(",") if n]
-    plans = [("quiet", 0, names)] + [(f"{args.compiles} compiles running", args.compiles, [n]) for n in names[:2]]
+    loaded = [] if args.loaded == "none" else [n for n in (args.loaded.split(",") if args.loaded else names[:2]) if n]
+    plans = [("quiet", 0, names)] + [(f"{args.compiles} compiles running", args.compiles, [n]) for n in loaded]
     for label, storm, group in plans:
         with tempfile.TemporaryDirectory() as tmp:
             procs = _compile_storm(storm, Path(tmp), confined=group != ["before"])
@@ -174,21 +203,36 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                 got: dict[str, list[dict[str, Any]]] = {n: [] for n in group}
                 for i in range(args.runs):
                     for name in group:
-                        r, _ = run(problem, ws, "profile", _variant(cfg, name), cache)
-                        assert r.candidate is not None, r.error
-                        got[name].append({"median_us": r.candidate.per_call_us.median, "cv": r.candidate.cv,
-                                          "clock_mhz": _clock_mhz()})
-                        print(f"{label} / {name}: run {i + 1} median {got[name][-1]['median_us']:.2f} us"
-                              f" (within-run cv {100 * r.candidate.cv:.2f}%, sm clock {got[name][-1]['clock_mhz']})", flush=True)
+                        def each(r: EvalResult, name: str = name, i: int = i, label: str = label,
+                                 got: dict[str, list[dict[str, Any]]] = got) -> None:
+                            assert r.candidate is not None, r.error
+                            c = r.candidate
+                            got[name].append({"median_us": c.per_call_us.median, "cv": c.cv,
+                                              "caller_us": c.caller_us.median if c.caller_us else None,
+                                              "kernel_us": c.kernel_us, "lead_us": c.lead_us, "flags": [f.name for f in r.flags],
+                                              "timing_s": r.stages.timing, "parts": r.stages.parts})
+                            x = got[name][-1]
+                            print(f"{label} / {name}: run {i + 1} median {x['median_us']:.2f} us (within-run cv"
+                                  f" {100 * c.cv:.2f}%), waiting caller {x['caller_us'] or 0:.2f} us, kernels"
+                                  f" {x['kernel_us'] or 0:.2f} us, lead held {x['lead_us'] or 0:.1f} us, timing {r.stages.timing or 0:.2f} s"
+                                  f"{' flags ' + ','.join(x['flags']) if x['flags'] else ''}", flush=True)
+
+                        _profile_runs(problem, ws, _variant(cfg, name), cache, 1, bool(VARIANTS[name].get("pool")), each)
+                        result[f"{label} / {name}"] = {"runs": got[name], "partial": True}
+                        write_result(args.out or "eval-stability", {**result, "env": environment()})
             finally:
                 for p in procs:
                     p.kill()
         for name, runs in got.items():
             medians = [x["median_us"] for x in runs]
-            cv = statistics.pstdev(medians) / statistics.fmean(medians)
-            rows.append([label, name, statistics.fmean(medians), min(medians), max(medians), 100 * cv])
-            result[f"{label} / {name}"] = {"runs": runs, "medians_us": medians, "cv": cv}
-    print(table(["condition", "variant", "mean of medians us", "min", "max", "cv %"], rows))
+            callers = [x["caller_us"] for x in runs if x["caller_us"] is not None]
+            kernels = [x["kernel_us"] for x in runs if x["kernel_us"] is not None]
+            rows.append([label, name, statistics.fmean(medians), min(medians), max(medians), 100 * _cv(medians),
+                         100 * _cv(callers) if callers else None, 100 * _cv(kernels) if kernels else None])
+            result[f"{label} / {name}"] = {"runs": runs, "medians_us": medians, "cv": _cv(medians),
+                                           "caller_cv": _cv(callers) if callers else None,
+                                           "kernel_cv": _cv(kernels) if kernels else None}
+    print(table(["condition", "variant", "mean of medians us", "min", "max", "cv %", "caller cv %", "kernel cv %"], rows))
     return result
 
 
@@ -225,7 +269,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--compiles", type=int, default=8)
-    ap.add_argument("--variants", default="before,after", help=f"stability variants, of {list(VARIANTS)}")
+    ap.add_argument("--variants", default="before,lead,lead+pool", help=f"stability variants, of {list(VARIANTS)}")
+    ap.add_argument("--loaded", default="", help="variants to run under the compile load (default: the first two; none: skip the load)")
     ap.add_argument("--baselines", default="eager,compile")
     ap.add_argument("--cache", type=Path, default=None, help="baseline cache JSON (default: a fresh temp file)")
     ap.add_argument("--out", default=None)

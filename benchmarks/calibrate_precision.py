@@ -526,7 +526,7 @@ def calibrate(path: Path, *, sizes: str = "small", seed: int = 0, n_sets: int = 
     with tempfile.TemporaryDirectory(prefix="kagent-calib-") as tmp:
         start = P.JudgeStart(nonce="calibrate", problem_path=str(path), sizes=sizes, device=device,  # type: ignore[arg-type]
                              seed=seed, n_sets=n_sets, n_canaries=0, samples_per_output=1,
-                             exchange_dir=tmp)
+                             exchange_dir=tmp, shape_check=False)
         judge = Judge(start)
         # Before build(): a forward may update buffers (BatchNorm running stats); candidates start
         # from the weights the candidate process gets.

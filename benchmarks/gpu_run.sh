@@ -65,6 +65,22 @@ fi
 if [ "$1" = s3d ]; then  # session 3: stability variants, interleaved
   step stability; TAIL=16 run 280 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 8 --variants "before,after,after-no-l2-reset" --out eval-stability-h200
 fi
+if [ "$1" = s4a ]; then  # session 4: the lead, the pool's quiet gate and the shape check: quick GPU tests, latency, stability
+  step pytest-quick; TAIL=25 run 130 pytest_gpu_quick.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 100 tests/test_gpu_eval.py -k "02_swish or lead or shape"
+  step latency; TAIL=14 run 120 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  step stability; TAIL=14 run 290 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 10 --variants "before,lead,lead+pool" --loaded "lead,lead+pool" --out eval-stability-h200
+  step stability-lstm; TAIL=6 run 100 bench_stability_lstm.log python3 benchmarks/bench_eval.py stability --problem level3/01_lstm_seq --baselines eager --runs 10 --variants "lead" --loaded none --out eval-stability-lstm-h200
+fi
+if [ "$1" = s4b ]; then  # session 4: every GPU test (JUnit), the CUDA exploit table, latency, stability under load
+  step pytest; TAIL=45 run 300 pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml tests/test_gpu_eval.py
+  step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
+  step latency; TAIL=14 run 90 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  step stability; TAIL=14 run 150 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 10 --variants "lead" --loaded "lead" --out eval-stability-h200
+fi
+if [ "$1" = s4c ]; then  # session 4: the solutions table; stability through the warm pool, quiet and loaded
+  step solutions; TAIL=20 run 240 bench_solutions.log python3 benchmarks/bench_eval.py solutions --out eval-solutions-h200
+  step stability-pool; TAIL=14 run 200 bench_stability_pool.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 10 --variants "lead+pool" --loaded "lead+pool" --out eval-stability-pool-h200
+fi
 if [ "$1" = compile ]; then
   step compile; TAIL=12 run 110 bench_compile.log python3 benchmarks/bench_compile.py --out compile-h200
 fi

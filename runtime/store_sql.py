@@ -286,10 +286,10 @@ def insert_evaluation(conn: Conn, r: EvalResult, episode_id: int | None, tool_ca
 
 def upsert_baseline(conn: Conn, key: BaselineKey, entry: BaselineEntry) -> None:
     conn.execute(
-        "INSERT INTO baselines (problem_id, device, torch_version, precision, sizes, entry, measured_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry,"
+        "INSERT INTO baselines (problem_id, device, torch_version, precision, sizes, timing, entry, measured_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry,"
         " measured_at = excluded.measured_at",
-        (key.problem_id, key.device, key.torch_version, key.precision, key.sizes, _json(entry),
+        (key.problem_id, key.device, key.torch_version, key.precision, key.sizes, key.timing, _json(entry),
          entry.measured_at))
 
 
@@ -402,8 +402,8 @@ def select_episode(conn: Conn, episode_id: int) -> EpisodeDetail | None:
 
 def select_baseline(conn: Conn, key: BaselineKey) -> BaselineEntry | None:
     row = conn.execute("SELECT entry FROM baselines WHERE problem_id = ? AND device = ? AND"
-                       " torch_version = ? AND precision = ? AND sizes = ?",
-                       (key.problem_id, key.device, key.torch_version, key.precision, key.sizes)).fetchone()
+                       " torch_version = ? AND precision = ? AND sizes = ? AND timing = ?",
+                       (key.problem_id, key.device, key.torch_version, key.precision, key.sizes, key.timing)).fetchone()
     return None if row is None else msgspec.json.decode(row[0], type=BaselineEntry)
 
 

@@ -1,4 +1,5 @@
-"""Baseline timings (eager, torch.compile), cached per (problem, GPU, torch version, precision).
+"""Baseline timings (eager, torch.compile), cached per (problem, GPU, torch version, precision,
+sizes, timing method).
 
 The store (runtime/store.py) implements the same protocol once it exists; until then, and for
 `kagent eval` without a daemon, a JSON file under the XDG cache directory holds them.
@@ -30,9 +31,11 @@ class BaselineKey(msgspec.Struct, frozen=True):
     """Precision policy in force."""
     sizes: str
     """`default` or `small` problem sizes."""
+    timing: str = ""
+    """How the calls were timed (`timing_method()`): a change of method re-times the baselines."""
 
     def text(self) -> str:
-        return "|".join((self.problem_id, self.device, self.torch_version, self.precision, self.sizes))
+        return "|".join((self.problem_id, self.device, self.torch_version, self.precision, self.sizes, self.timing))
 
 
 class BaselineEntry(msgspec.Struct):

@@ -16,14 +16,18 @@ hang or timeout of a worker ends this one evaluation with a structured failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import random
 import secrets
 import shutil
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Literal, cast, get_args
 
@@ -34,6 +38,9 @@ from skills.affinity import reserve_timing_cpus, timing_cpus
 from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.build import BuildConfig, BuildResult, build
 from skills.harness import protocol as P
+from skills.pids import PidsGroup
+from skills.pids import hierarchy as pids_hierarchy
+from skills.quota import DiskQuota
 from skills.results import (
     Backend,
     BuildSummary,
@@ -70,6 +77,9 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """Input sets for correctness (each from the secret seed)."""
     n_canaries: int = 2
     """Extra input sets used once each, at secret places in the timed loop."""
+    shape_check: bool = True
+    """One more correctness set at other sizes (the problem's SMALL_SIZES on the GPU, its
+    CHECK_SIZES at small sizes): a kernel that hard-codes the timed shape fails it (EXPLOITS row 14)."""
     samples_per_output: int = 64
     """Elements per output checked on every timed call."""
     timing: P.TimingConfig = msgspec.field(default_factory=P.TimingConfig)
@@ -138,12 +148,21 @@ class _State:
         self.log = ""
         self.sandbox: str | None = None
         self.config = config
+        self.quiet: Callable[[], AbstractAsyncContextManager[None]] = _no_gate
+        """Held around timed loops: the warm pool starts no worker's CUDA meanwhile."""
         self.began = time.perf_counter()
+
+
+@asynccontextmanager
+async def _no_gate() -> AsyncIterator[None]:
+    yield
 
 
 def _timing_result(samples: P.Samples) -> TimingResult:
     return TimingResult(per_call_us=median_interval(samples.per_call_us), kernel_us=samples.kernel_us,
-                        calls=len(samples.per_call_us), cv=coefficient_of_variation(samples.per_call_us))
+                        calls=len(samples.per_call_us), cv=coefficient_of_variation(samples.per_call_us),
+                        caller_us=median_interval(samples.caller_us) if samples.caller_us else None,
+                        lead_us=statistics.median(samples.lead_us) if samples.lead_us else None)
 
 
 def speedup(baseline: str, base: TimingResult, cand: TimingResult, margin: float) -> Speedup:
@@ -237,13 +256,18 @@ def copy_problem(problem: Path, scratch: Scratch) -> Path:
 
 
 def describe_sandbox(sandbox: SandboxConfig, scratch: Scratch) -> str:
+    """Who the candidate runs as, and whether a pids cgroup caps its tasks (skills/pids.py)."""
+    tasks = "; tasks capped by a pids cgroup" if pids_hierarchy() is not None else ""
     if not sandbox_active(sandbox):
-        return "none (unsafe)"
+        return "none (unsafe)" + tasks
     if scratch.run_as is not None:
-        return "bwrap as nobody"
+        return "bwrap as nobody" + tasks
     if os.geteuid() == 0:
-        return "bwrap, root in a user namespace (RLIMIT_NPROC not binding: interpreter not readable by nobody)"
-    return "bwrap as the current user"
+        nproc = "RLIMIT_NPROC not binding: interpreter not readable by nobody"
+        if not tasks:
+            return f"bwrap, root in a user namespace ({nproc}; no writable pids cgroup: tasks not capped)"
+        return f"bwrap, root in a user namespace ({nproc}){tasks}"
+    return "bwrap as the current user" + tasks
 
 
 def candidate_uid(sandbox: SandboxConfig) -> int | None:
@@ -315,6 +339,8 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
         state.error = str(exc)
         return finish(state)
     state.sandbox = describe_sandbox(cfg.sandbox, slot.scratch)
+    if pool is not None:
+        state.quiet = pool.quiet
     try:
         await anyio.to_thread.run_sync(fill_scratch, slot.scratch, ws, built)
         await anyio.to_thread.run_sync(copy_problem, problem, slot.scratch)
@@ -333,9 +359,16 @@ class Slot:
         self.cand = cand
         self.nonce = nonce
 
+    async def preinit(self) -> None:
+        """Tell both workers to bring CUDA up (a worker that already died is found by its next use)."""
+        for w in (self.judge, self.cand):
+            with contextlib.suppress(WorkerFailed):
+                await w.send(P.Preinit())
 
-async def start_slot(cfg: EvalConfig) -> Slot:
-    """Make a scratch folder and start both workers in it (raises SandboxUnavailable)."""
+
+async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
+    """Make a scratch folder and start both workers in it (raises SandboxUnavailable). They import
+    torch at once; they bring CUDA up when sent Preinit (now, unless preinit=False)."""
     scratch = await anyio.to_thread.run_sync(make_scratch, cfg.sandbox)
     try:
         cand_cmd = candidate_command(cfg, scratch)
@@ -353,7 +386,10 @@ async def start_slot(cfg: EvalConfig) -> Slot:
     judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce)
     cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
                               log_chars=cfg.log_chars, run_as=scratch.run_as)
-    return Slot(scratch, judge, cand, nonce)
+    slot = Slot(scratch, judge, cand, nonce)
+    if preinit:
+        await slot.preinit()
+    return slot
 
 
 def candidate_env(cfg: EvalConfig, env: dict[str, str]) -> dict[str, str]:
@@ -390,10 +426,14 @@ async def _run_workers(problem: Path, built: BuildResult | None, slot: Slot,
     seed = secrets.randbits(62)
     device = "cuda" if cfg.backend == "cuda" else "cpu"
     sizes = cfg.sizes or ("small" if cfg.backend == "cpu" else "default")
+    quota = DiskQuota(_quota_paths(cfg, scratch), cfg.sandbox.max_out_bytes)
+    group: PidsGroup | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(judge.drain_stderr)
         tg.start_soon(cand.drain_stderr)
         try:
+            group = await _limit_tasks(cand, scratch, state)  # before any candidate code runs
+            tg.start_soon(quota.watch, cand.kill)
             await _stages(judge, cand, problem, built, scratch, state, cache, nonce, seed, device, sizes)
         except WorkerFailed as exc:
             state.error = exc.message
@@ -403,10 +443,46 @@ async def _run_workers(problem: Path, built: BuildResult | None, slot: Slot,
                 state.flags.append(exc.flag)
             await _baselines_for_agent(judge, cand, state, cache, nonce, device, sizes)
         finally:
+            quota.stop()
             with anyio.CancelScope(shield=True):
                 await cand.close()
                 await judge.close()
                 state.log = cand.log_tail()
+                await _after_candidate(group, quota, state)
+
+
+def _quota_paths(cfg: EvalConfig, scratch: Scratch) -> list[Path]:
+    """The host-visible folders the candidate can fill (RAM in /dev/shm): out/, tmp/ (its TMPDIR
+    when unsandboxed) and its own torch extensions folder (not a shared cache: that is not its alone)."""
+    paths = [scratch.root / "out", scratch.root / "tmp"]
+    return paths if cfg.torch_extensions_dir else [*paths, scratch.root / "torch_extensions"]
+
+
+async def _limit_tasks(cand: Worker, scratch: Scratch, state: _State) -> PidsGroup | None:
+    """Row 20: the candidate worker's processes into a pids cgroup of their own, capped at what
+    they are now plus max_processes; None where no such cgroup can be made (state.sandbox says so)."""
+    if pids_hierarchy() is None:
+        return None
+    try:
+        group = await anyio.to_thread.run_sync(PidsGroup.make, scratch.root.name)
+    except OSError as exc:
+        state.sandbox = f"{state.sandbox} (but its pids cgroup could not be made: {exc}; tasks not capped)"
+        return None
+    try:
+        await anyio.to_thread.run_sync(group.adopt, cand.proc.pid, state.config.sandbox.max_processes)
+    except OSError as exc:
+        state.sandbox = f"{state.sandbox} (but the candidate could not be moved into it: {exc}; tasks not capped)"
+    return group
+
+
+async def _after_candidate(group: PidsGroup | None, quota: DiskQuota, state: _State) -> None:
+    """Once the candidate is killed: its pids cgroup goes, and one last look at its folders (a
+    write between two polls) decides the disk quota, whose failure replaces any other error."""
+    if group is not None:
+        await group.release()
+    if await quota.check():
+        state.error = quota.message()
+        state.flags.append(quota.flag())
 
 
 async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult | None,
@@ -419,7 +495,8 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
                                   n_sets=cfg.n_sets,
                                   # canaries are only used by the timing loop, which test mode skips
                                   n_canaries=cfg.n_canaries if state.mode != "test" else 0,
-                                  samples_per_output=cfg.samples_per_output, exchange_dir=str(scratch.root / "exchange")))
+                                  samples_per_output=cfg.samples_per_output, exchange_dir=str(scratch.root / "exchange"),
+                                  shape_check=cfg.shape_check))
     await cand.send(P.CandStart(
         nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,
         gpu_memory_fraction=cfg.gpu_memory_fraction if device == "cuda" else None,
@@ -437,7 +514,9 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     out_dir = str(scratch.root / "out")
     await cand.send(P.CandRun(nonce=nonce, exchange_dir=str(scratch.root / "exchange"), sizes=sizes, out_dir=out_dir,
                               set_seeds=[P.derive_seed(seed, k) for k in range(cfg.n_sets)],
-                              fingerprints=ready.fingerprints[: cfg.n_sets]))
+                              fingerprints=ready.fingerprints[: cfg.n_sets], shape_sizes=ready.shape_sizes,
+                              shape_seed=P.derive_seed(seed, P.SHAPE_SET_SEED), shape_fingerprint=ready.shape_fingerprint,
+                              shape_init=ready.shape_init))
     outs = await cand.expect(P.CandOutputs, cfg.timeout_run_s, "running the input sets")
     state.flags += outs.flags
     await judge.send(P.CompareRequest(nonce=nonce, out_dir=out_dir, outputs=outs.outputs))
@@ -454,12 +533,14 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     state.stage = "timing"
     rng = random.Random(seed)
     fractions = [rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)]
-    await cand.send(P.CandTime(nonce=nonce, sample_positions=ready.sample_positions,
-                               canary_seeds=[P.derive_seed(seed, cfg.n_sets + c) for c in range(cfg.n_canaries)],
-                               canary_fingerprints=ready.fingerprints[cfg.n_sets:],
-                               timing=cfg.timing, canary_fractions=fractions,
-                               profile_calls=cfg.profile_calls if device == "cuda" else 0))
-    timed = await cand.expect(P.CandTiming, cfg.timeout_timing_s, "timing")
+    async with state.quiet():
+        await cand.send(P.CandTime(nonce=nonce, sample_positions=ready.sample_positions,
+                                   canary_seeds=[P.derive_seed(seed, cfg.n_sets + c) for c in range(cfg.n_canaries)],
+                                   canary_fingerprints=ready.fingerprints[cfg.n_sets:],
+                                   timing=cfg.timing, canary_fractions=fractions,
+                                   profile_calls=cfg.profile_calls if device == "cuda" else 0))
+        timed = await cand.expect(P.CandTiming, cfg.timeout_timing_s, "timing")
+    state.times.parts |= {f"candidate {k}": v for k, v in timed.seconds.items()}
     await cand.close()  # free its memory and the GPU before baselines run
     state.times.timing = time.perf_counter() - t
     state.candidate = _timing_result(timed.samples)
@@ -491,13 +572,14 @@ async def _baselines(judge: Worker, state: _State, cache: BaselineCache | None, 
     cfg = state.config
     dev_name = state.gpu or f"cpu:{platform.processor() or platform.machine()}:{os.cpu_count()}"
     key = BaselineKey(problem_id=state.problem_id, device=dev_name, torch_version=state.torch_version,
-                      precision=state.precision, sizes=sizes)
+                      precision=state.precision, sizes=sizes, timing=cfg.timing.method())
     entry = cache.get(key) if cache is not None else None
     want = [b for b in cfg.baselines if entry is None or (b == "eager" and entry.eager is None)
             or (b == "compile" and entry.compile is None and entry.compile_error is None)]
     if want:
-        await judge.send(P.BaselineRequest(nonce=nonce, which=want, timing=cfg.timing))
-        rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")
+        async with state.quiet():
+            await judge.send(P.BaselineRequest(nonce=nonce, which=want, timing=cfg.timing))
+            rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")
         old = entry
         entry = BaselineEntry(
             eager=_timing_result(rep.eager) if rep.eager else (old.eager if old else None),
@@ -577,6 +659,10 @@ class WarmPool:
 
     Use as `async with WarmPool(config) as pool: await evaluate(..., pool=pool)`. Every slot serves
     one evaluation and is then discarded: workers are still fresh per evaluation.
+
+    A refill starts the next slot's processes (interpreter, torch import) at once, but brings their
+    CUDA up only while no evaluation of this pool is in a timed loop (`quiet`), and a timed loop
+    waits for a CUDA start in progress: context creation on the same GPU would disturb the timing.
     """
 
     def __init__(self, config: EvalConfig, size: int = 1) -> None:
@@ -588,6 +674,42 @@ class WarmPool:
         self._full = anyio.Event()
         self._added = anyio.Event()
         self._warming = False
+        self._gate = anyio.Condition()
+        self._timing = 0
+        self._starting_cuda = 0
+
+    @asynccontextmanager
+    async def quiet(self) -> AsyncIterator[None]:
+        """Held around a timed loop: no slot of this pool brings CUDA up meanwhile."""
+        async with self._gate:
+            while self._starting_cuda:
+                await self._gate.wait()
+            self._timing += 1
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._gate:
+                    self._timing -= 1
+                    self._gate.notify_all()
+
+    async def _start_cuda(self, slot: Slot) -> None:
+        """Once both workers have imported torch and no timed loop runs: Preinit them; until both
+        are warm. Only that CUDA start holds the gate (~0.5 s), not the imports (seconds)."""
+        await slot.judge.wait_for(P.Started, self.config.timeout_import_s)
+        await slot.cand.wait_for(P.Started, self.config.timeout_import_s)
+        async with self._gate:
+            while self._timing:
+                await self._gate.wait()
+            self._starting_cuda += 1
+        try:
+            await slot.preinit()
+            await slot.judge.wait_warm(self.config.timeout_import_s)
+            await slot.cand.wait_warm(self.config.timeout_import_s)
+        finally:
+            async with self._gate:
+                self._starting_cuda -= 1
+                self._gate.notify_all()
 
     async def __aenter__(self) -> WarmPool:
         self._tg = anyio.create_task_group()
@@ -611,12 +733,11 @@ class WarmPool:
             while len(self.ready) < self.size:
                 # Shielded: a slot half-started when the pool closes would leak its processes.
                 with anyio.CancelScope(shield=True):
-                    slot = await start_slot(self.config)
+                    slot = await start_slot(self.config, preinit=False)
                 # Ready once both workers have imported torch and brought CUDA up.
                 with anyio.CancelScope(shield=True):
                     self._warming = True
-                    await slot.judge.wait_warm(self.config.timeout_import_s)
-                    await slot.cand.wait_warm(self.config.timeout_import_s)
+                    await self._start_cuda(slot)
                 self.ready.append(slot)
                 self._warming = False
                 self._added.set()

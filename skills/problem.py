@@ -5,7 +5,10 @@ A problem is one Python file that defines ``class Model(nn.Module)``, ``get_inpu
 functions at call time. Two optional globals are ours (KernelBench loaders ignore them):
 
 - ``SMALL_SIZES``: a dict of overrides for the size constants, used by the CPU backend and CI
-  (``load_problem(path, sizes="small")``).
+  (``load_problem(path, sizes="small")``). On the GPU the evaluator also runs one correctness set
+  at these sizes (the shape check: a kernel that hard-codes the timed shape fails it).
+- ``CHECK_SIZES``: overrides applied on top of ``SMALL_SIZES`` (``sizes="check"``): the shape
+  check's set when the evaluation itself runs at the small sizes (CPU backend). Optional.
 - ``PRECISION``: the lowest internal precision a solution may use, one of ``PRECISIONS``. When
   absent it is ``"fp32"`` (strict: no TF32) unless the inputs are bf16/fp16, in which case it is
   the input dtype.
@@ -36,8 +39,8 @@ Precision = Literal["fp32", "tf32", "bf16", "fp16"]
 """Lowest internal precision a solution may use."""
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 """The values ``PRECISION`` may take."""
-Sizes = Literal["default", "small"]
-"""Which size constants a problem is loaded with."""
+Sizes = Literal["default", "small", "check"]
+"""Which size constants a problem is loaded with ("check": SMALL_SIZES, then CHECK_SIZES)."""
 
 PROBLEMS_ROOT = Path(__file__).resolve().parent.parent / "problems"
 """The bundled problems (``problems/levelN/*.py``)."""
@@ -269,8 +272,8 @@ def _call_list_fn(module: types.ModuleType, fn_name: str, label: str) -> list[An
 def _load(
     source: str, *, name: str, path: str, level: int | None, sizes: Sizes, filename: str
 ) -> LoadedProblem:
-    if sizes not in ("default", "small"):
-        raise ValueError(f"sizes must be 'default' or 'small'; got {sizes!r}")
+    if sizes not in get_args(Sizes):
+        raise ValueError(f"sizes must be one of {get_args(Sizes)}; got {sizes!r}")
     pid = source_id(source)
     try:
         code = compile(source.removeprefix("\ufeff"), filename, "exec", dont_inherit=True)
@@ -294,8 +297,10 @@ def _load(
     finally:
         sys.modules.pop(modname, None)
     _check_module(module, path)
-    if sizes == "small":
-        _apply_small_sizes(module, path)
+    if sizes in ("small", "check"):
+        _apply_sizes(module, path, "SMALL_SIZES")
+    if sizes == "check":
+        _apply_sizes(module, path, "CHECK_SIZES")
     # Check the return types early where it is free: on the meta device nothing is allocated.
     _meta_call(module, "get_init_inputs", path)
     inputs = _meta_call(module, "get_inputs", path)
@@ -317,16 +322,26 @@ def _check_module(module: types.ModuleType, path: str) -> None:
             raise ProblemError(f"{path}: `{fn_name}` is not callable")
 
 
-def _apply_small_sizes(module: types.ModuleType, path: str) -> None:
-    small = getattr(module, "SMALL_SIZES", None)
-    if small is None:
+def _apply_sizes(module: types.ModuleType, path: str, attr: str) -> None:
+    overrides = getattr(module, attr, None)
+    if overrides is None:
         return
-    if not isinstance(small, dict) or not all(isinstance(k, str) for k in small):
-        raise ProblemError(f"{path}: SMALL_SIZES must be a dict of global name -> value")
-    for key, value in small.items():
+    if not isinstance(overrides, dict) or not all(isinstance(k, str) for k in overrides):
+        raise ProblemError(f"{path}: {attr} must be a dict of global name -> value")
+    for key, value in overrides.items():
         if key not in module.__dict__:
-            raise ProblemError(f"{path}: SMALL_SIZES names {key!r}, which is not a module global")
+            raise ProblemError(f"{path}: {attr} names {key!r}, which is not a module global")
         setattr(module, key, value)
+
+
+def shape_check_sizes(loaded: LoadedProblem) -> Sizes | None:
+    """The sizes of the shape check's input set for a problem loaded at `loaded.sizes`: the small
+    sizes under the default ones, CHECK_SIZES under the small ones; None when the problem has none."""
+    if loaded.sizes == "default" and getattr(loaded.module, "SMALL_SIZES", None):
+        return "small"
+    if loaded.sizes == "small" and getattr(loaded.module, "CHECK_SIZES", None):
+        return "check"
+    return None
 
 
 def _flatten(value: Any) -> list[Any]:

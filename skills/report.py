@@ -13,8 +13,9 @@ def fmt_interval(iv: Interval) -> str:
 def fmt_timing(name: str, t: TimingResult | None) -> str:
     if t is None:
         return f"  {name:<14} not measured"
+    caller = f", waiting caller {t.caller_us.median:.1f} us" if t.caller_us is not None else ""
     kernel = f", kernels {t.kernel_us:.1f} us" if t.kernel_us is not None else ""
-    return f"  {name:<14} {fmt_interval(t.per_call_us)}, cv {100 * t.cv:.2f}%{kernel}"
+    return f"  {name:<14} {fmt_interval(t.per_call_us)}, cv {100 * t.cv:.2f}%{caller}{kernel}"
 
 
 def format_build(b: BuildResult) -> str:
@@ -42,9 +43,10 @@ def format_result(r: EvalResult) -> str:
     for s in r.sets:
         for o in s.outputs:
             if not o.ok or s.set_index == 0:
-                lines.append(f"  set {s.set_index}: {o.message}")
+                where = f" (shape check: the problem's {'SMALL_SIZES' if s.sizes == 'small' else 'CHECK_SIZES'})" if s.sizes else ""
+                lines.append(f"  set {s.set_index}{where}: {o.message}")
     if r.candidate is not None or r.eager is not None or r.compiled_baseline is not None:
-        lines.append("timing (per call, as the caller sees it):")
+        lines.append("timing (per call, on the device from the moment its work could start; the waiting caller's beside):")
         if r.candidate is not None:
             lines.append(fmt_timing("ModelNew", r.candidate))
         lines.append(fmt_timing("eager", r.eager))

@@ -70,6 +70,9 @@ class SetResult(msgspec.Struct):
     """All outputs within budget."""
     outputs: list[OutputError]
     """One entry per output."""
+    sizes: str | None = None
+    """None: the sizes that are timed; `small`/`check`: the shape check's set at the problem's
+    SMALL_SIZES / CHECK_SIZES (a kernel that hard-codes the timed shape fails it)."""
 
 
 class BuildSummary(msgspec.Struct):
@@ -91,13 +94,20 @@ class TimingResult(msgspec.Struct):
     """Timing of one callable under the harness's timing loop."""
 
     per_call_us: Interval
-    """Time per call as the caller sees it (launch and host overhead included)."""
+    """Time per call, judged: on cuda the device's time from the moment the call's work could start
+    to its end (the host launched it while the GPU was still busy: TimingConfig.lead_us; host work
+    beyond that lead and gaps between kernels count); on cpu the call's wall time."""
     kernel_us: float | None
     """Summed device time of the kernels one call launches (cuda profile only)."""
     calls: int
     """Timed calls (warm-up excluded)."""
     cv: float
     """Coefficient of variation of the timed samples (std / mean)."""
+    caller_us: Interval | None = None
+    """cuda: time per call as a caller that waits for every call sees it (launched onto an idle
+    GPU, launch latency included); reported beside per_call_us, not judged."""
+    lead_us: float | None = None
+    """cuda: median time the lead held the GPU before a timed call (TimingConfig.lead_us)."""
 
 
 class Speedup(msgspec.Struct):
@@ -185,4 +195,5 @@ class EvalResult(msgspec.Struct):
     """Tail of what the candidate printed (stdout and stderr), trimmed."""
     sandbox: str | None = None
     """How the candidate ran: `bwrap as nobody`, `bwrap, root in a user namespace (RLIMIT_NPROC not
-    binding)` or `none (unsafe)`; None when no candidate process was started."""
+    binding: ...)`, `bwrap as the current user` or `none (unsafe)`, with how its tasks were capped
+    (`; tasks capped by a pids cgroup`, or why not); None when no candidate process was started."""

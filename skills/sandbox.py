@@ -7,10 +7,12 @@ What the candidate process sees (README "Security model"):
 - $HOME, the store and workspace folders and the cache hidden under empty tmpfs mounts, with only
   the paths it needs bound back read-only: the project (harness code), the Python prefix, the
   workspace snapshot, the built library;
-- writable: only the evaluation's `out/` and `tmp/` folders (and torch's extension build dir);
+- writable: only the evaluation's `out/` and `tmp/` folders (and torch's extension build dir),
+  whose total size the parent polls against a quota (skills/quota.py);
 - an environment reduced to an allowlist (no API keys or tokens);
 - rlimits set by the worker before any candidate import: processes, open files, file size, CPU
-  time, core dumps, and (cpu backend) address space.
+  time, core dumps, and (cpu backend) address space; and where the parent can make one, a pids
+  cgroup that caps its tasks whatever its uid (skills/pids.py).
 """
 
 from __future__ import annotations
@@ -45,13 +47,18 @@ class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
     hide: list[str] = msgspec.field(default_factory=list)
     """More paths to hide (e.g. a store outside $HOME); $HOME and the XDG dirs are always hidden."""
     max_processes: int = 512
-    """RLIMIT_NPROC headroom above the user's current process count (threads count too)."""
+    """Tasks (processes and threads) the candidate may add: RLIMIT_NPROC headroom above the user's
+    current count, and the same headroom in the evaluation's pids cgroup where one can be made."""
     max_open_files: int = 1024
     """RLIMIT_NOFILE."""
     max_file_bytes: int = 4 * 2**30
     """RLIMIT_FSIZE: largest file the worker may write (its outputs file included)."""
     tmp_bytes: int = 2**30
     """Size of the private /tmp (a tmpfs: RAM) the candidate gets as TMPDIR."""
+    max_out_bytes: int = 8 * 2**30
+    """Quota on what the candidate writes to the evaluation's host-visible folders (out/, and tmp/ and
+    torch_extensions/ when they are the evaluation's own; RAM in /dev/shm): past it the parent kills
+    the candidate and flags disk_quota. The largest bundled problem's outputs take 1.2 GiB (3 sets)."""
     max_cpu_seconds: int = 1800
     """RLIMIT_CPU: CPU seconds (all threads) before SIGXCPU/SIGKILL."""
     max_address_bytes: int = 32 * 2**30

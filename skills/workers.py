@@ -113,17 +113,22 @@ class Worker:
             raise WorkerFailed(f"the {self.name} sent {type(msg).__name__} while {what}")
         return msg
 
-    async def wait_warm(self, limit_s: float) -> bool:
-        """Until the worker says it is warm (torch imported, CUDA up); False if it did not in time
-        or died (the evaluation that takes the slot then reports what happened)."""
+    async def wait_for(self, kind: type[P.Message], limit_s: float) -> bool:
+        """Until the worker sends a frame of this kind (Started, Warm: before any job, no nonce);
+        False if it did not in time or died (the evaluation that takes the slot then reports what
+        happened)."""
         with anyio.move_on_after(limit_s):
             try:
-                while not isinstance(await self._recv(), P.Warm):
+                while not isinstance(await self._recv(), kind):
                     pass
                 return True
             except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError, ValueError, msgspec.DecodeError):
                 return False
         return False
+
+    async def wait_warm(self, limit_s: float) -> bool:
+        """Until the worker says it is warm (torch imported, CUDA up)."""
+        return await self.wait_for(P.Warm, limit_s)
 
     async def _recv_own(self) -> P.Message:
         while True:

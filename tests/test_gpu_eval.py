@@ -42,7 +42,12 @@ def test_reference_solution_passes_and_beats_eager(ws: Path, tmp_path: Path) -> 
     r = _eval(_problem_of(ws), ws, tmp_path)
     assert r.error is None, r.error
     assert r.correct and not r.flags, (r.flags, [o.message for s in r.sets for o in s.outputs])
-    assert r.candidate is not None and r.candidate.kernel_us is not None
+    c = r.candidate
+    assert c is not None and c.kernel_us is not None and c.caller_us is not None
+    # The judged time starts when the call's work could start (the lead hid its launch); a caller
+    # waiting for each call also waits for the launch, and the kernels are part of the call.
+    assert c.caller_us.median > 0.97 * c.per_call_us.median, (c.caller_us, c.per_call_us)
+    assert c.kernel_us < 1.05 * c.per_call_us.median, (c.kernel_us, c.per_call_us)
     eager = next(sp for sp in r.speedups if sp.baseline == "eager")
     # "Beats eager" on the conservative end of the interval; reward 2 needs a 5% margin, which
     # level3/03_mlp_block (64 rows: launch-bound) does not reach; the benchmark table shows each.
@@ -121,6 +126,37 @@ def test_fair_swish_fixture_passes(tmp_path: Path) -> None:
     cu = FAIR_SWISH + "KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) { k<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
     r = _eval(SWISH, _ws(tmp_path, cu, SWISH_FWD), tmp_path)
     assert r.correct and not r.flags and r.reward is not None and r.reward >= 1.0, (r.error, r.flags)
+
+
+def test_lead_hides_at_most_its_length(tmp_path: Path) -> None:
+    """A launch-bound forward (the kernel, then 300 more launches from Python) keeps its host
+    time in the judged time: the lead queued ahead of each call hides at most lead_us of it, so
+    the waiting caller's time exceeds the judged one by no more than the lead (plus one launch)."""
+    cu = FAIR_SWISH + "KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) { k<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
+    fwd = SWISH_FWD.replace("return y", "for _ in range(300):\n    ops.swish(x, y, 1)\nreturn y")
+    r = _eval(SWISH, _ws(tmp_path, cu, fwd), tmp_path, mode="profile")
+    assert r.correct and not r.flags, (r.error, r.flags)
+    c = r.candidate
+    assert c is not None and c.caller_us is not None
+    lead = TimingConfig().lead_us
+    # The spin counts cycles; the warm-up corrects it to the clock between these calls.
+    assert c.lead_us is not None and 0.5 * lead <= c.lead_us <= 2 * lead, c.lead_us
+    hidden = c.caller_us.median - c.per_call_us.median
+    assert hidden < c.lead_us + 0.1 * c.caller_us.median, (hidden, c.lead_us, c.caller_us, c.per_call_us)
+    fair = _eval(SWISH, _ws(tmp_path / "fair", cu, SWISH_FWD), tmp_path / "fair", mode="profile")
+    assert fair.candidate is not None
+    # 300 launches through Python take far longer than the lead: they must show.
+    assert c.per_call_us.median > fair.candidate.per_call_us.median + 300.0, (c.per_call_us, fair.candidate.per_call_us)
+
+
+def test_hard_coded_shape_fails_the_shape_check(tmp_path: Path) -> None:
+    """Row 14: the kernel runs over the default sizes' element count whatever it is given; the
+    shape check's set at the problem's SMALL_SIZES (run first) makes it fail."""
+    cu = FAIR_SWISH + ("KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) {\n"
+                       "  (void)n; const long N = 8192L * 8192L;  // hard-coded timed shape\n"
+                       "  k<<<(N + 255) / 256, 256>>>(x, y, N);\n}\n")
+    r = _eval(SWISH, _ws(tmp_path, cu, SWISH_FWD), tmp_path)
+    assert not r.correct and r.reward == -1.0, (r.error, [(s.sizes, s.ok) for s in r.sets])
 
 
 MATMUL = ROOT / "problems/level1/27_square_matmul.py"

@@ -73,3 +73,71 @@ def test_pool_serves_fresh_workers_and_cleans_up(build_cache_dir: Path) -> None:
     assert len(served) == 2 and len(roots) == 3
     assert _alive(pids | _inside(roots)) == set(), "the pool left worker processes behind"
     assert not any(d.exists() for d in roots), "scratch folders left behind"
+
+
+def test_pool_holds_cuda_start_while_a_timed_loop_runs(build_cache_dir: Path) -> None:
+    """A refill starts its processes at once but sends Preinit (CUDA up) only when no timed loop
+    of the pool runs: held longer than a whole warm start takes, the slot is still not ready."""
+    cfg = EvalConfig(backend="cpu", baselines=["eager"], build=BuildConfig(backend="cpu", cache_dir=str(build_cache_dir)))
+
+    async def main() -> None:
+        async with WarmPool(cfg, size=1) as pool:
+            t0 = anyio.current_time()
+            with anyio.fail_after(120):
+                await pool.wait_full()
+            warm_s = anyio.current_time() - t0  # a whole start: interpreter, torch, Preinit, Warm
+            slot = await pool.take()  # the refill starts behind it
+            async with pool.quiet():  # as an evaluation's timed loop does
+                await anyio.sleep(2 * warm_s + 1.0)
+                assert not pool.ready and pool._warming, "a slot warmed up while a timed loop ran"
+            with anyio.fail_after(120):
+                await pool.wait_full()
+            assert pool.ready
+            await slot.cand.close()
+            await slot.judge.close()
+
+    anyio.run(main)
+
+
+class _FakeWorker:
+    def __init__(self, warm: anyio.Event) -> None:
+        self.warm = warm
+        self.sent: list[object] = []
+
+    async def send(self, msg: object) -> None:
+        self.sent.append(msg)
+
+    async def wait_warm(self, limit_s: float) -> bool:
+        await self.warm.wait()
+        return True
+
+    async def wait_for(self, kind: type, limit_s: float) -> bool:
+        return True  # Started: at once
+
+
+def test_timed_loop_waits_for_a_cuda_start_in_progress() -> None:
+    from skills.harness.protocol import Preinit
+
+    async def main() -> None:
+        pool = WarmPool(EvalConfig(backend="cpu"))
+        warm = anyio.Event()
+        judge, cand = _FakeWorker(warm), _FakeWorker(warm)
+        slot = Slot(scratch=None, judge=judge, cand=cand, nonce="n")  # type: ignore[arg-type]
+        entered: list[float] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pool._start_cuda, slot)
+            await anyio.sleep(0.05)
+            assert [type(m) for m in judge.sent + cand.sent] == [Preinit, Preinit]
+
+            async def timed() -> None:
+                async with pool.quiet():
+                    entered.append(anyio.current_time())
+
+            tg.start_soon(timed)
+            await anyio.sleep(0.2)
+            assert not entered, "the timed loop began while a worker was bringing CUDA up"
+            released = anyio.current_time()
+            warm.set()
+        assert entered and entered[0] >= released
+
+    anyio.run(main)

@@ -595,6 +595,41 @@ def test_baselines_async_and_through_the_sync_cache(tmp_path: Path) -> None:
         StoreBaselineCache(tmp_path / "empty.db").get(KEY)
 
 
+def test_baselines_are_keyed_by_timing_method(tmp_path: Path) -> None:
+    """Schema 3: a baseline timed by another method is not served; rows of schema 2 survive the
+    upgrade with timing '' (kept, never matched by a key that names its method)."""
+    from runtime.store_sql import migrations
+    from skills.harness.protocol import TimingConfig
+
+    db = tmp_path / "k.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    for number, sql in migrations():
+        if number > 2:
+            break
+        conn.executescript(sql)
+    conn.execute("PRAGMA user_version = 2")
+    conn.execute("INSERT INTO baselines (problem_id, device, torch_version, precision, sizes, entry, measured_at)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?)", (KEY.problem_id, KEY.device, KEY.torch_version, KEY.precision,
+                                                   KEY.sizes, msgspec.json.encode(ENTRY).decode(), ENTRY.measured_at))
+    conn.close()
+    lead = msgspec.structs.replace(KEY, timing=TimingConfig().method())
+    idle = msgspec.structs.replace(KEY, timing=TimingConfig(lead_us=0.0).method())
+    assert lead.timing != idle.timing
+
+    async def go() -> None:
+        async with Store.open(db) as store:
+            assert await store.get_baseline(KEY) == ENTRY  # the old row, under timing ''
+            assert await store.get_baseline(lead) is None
+            await store.put_baseline(lead, ENTRY)
+            assert await store.get_baseline(lead) == ENTRY and await store.get_baseline(idle) is None
+
+    run(go)
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*), count(DISTINCT timing) FROM baselines").fetchone() == (2, 2)
+    assert conn.execute("SELECT eager_us FROM baselines WHERE timing = ''").fetchone() == (150.0,)
+    conn.close()
+
+
 RELU_SOLUTION = ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu"
 
 

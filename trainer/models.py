@@ -17,6 +17,7 @@ flash/cuDNN kernels apply, no (T, T) mask is built, and no document attends to a
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import warnings
 from collections.abc import Iterator
@@ -189,6 +190,14 @@ def _enable_checkpointing(model: Any) -> None:
         base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
+def compile_enabled(cfg: TrainConfig) -> bool:
+    """--compile / --no-compile, or when unset: on with CUDA, unless accelerate was launched with
+    FSDP (compiled blocks under FSDP2 were not measured)."""
+    if cfg.compile is not None:
+        return cfg.compile
+    return torch.cuda.is_available() and os.environ.get("ACCELERATE_USE_FSDP", "").lower() not in ("true", "1")
+
+
 def compile_blocks(model: Any) -> int:
     """torch.compile the MLP and the RMSNorms of every decoder layer, with dynamic shapes (rows
     vary in length). Attention stays eager: its per-document loop takes Python ints, which
@@ -217,7 +226,7 @@ def build_actor(cfg: TrainConfig, *, dtype: torch.dtype, resume: Path | None) ->
             lm = load_lora(lm, start) if start is not None else add_lora(lm, cfg)
     if cfg.grad_checkpointing:
         _enable_checkpointing(lm)
-    if cfg.compile:
+    if compile_enabled(cfg):
         compile_blocks(lm)
     return Actor(lm, chunk=cfg.logits_chunk)
 
@@ -243,7 +252,7 @@ def build_critic(cfg: TrainConfig, *, dtype: torch.dtype, source: Path | None) -
         critic.value_head.load_state_dict(head)
     if cfg.grad_checkpointing:
         _enable_checkpointing(backbone)
-    if cfg.compile:
+    if compile_enabled(cfg):
         compile_blocks(backbone)
     return critic
 

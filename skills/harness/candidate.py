@@ -24,7 +24,7 @@ from skills.affinity import pin_self
 from skills.harness import protocol as P
 from skills.harness import timing
 from skills.harness.exchange import draw_inputs, fingerprint, same_fingerprint, write_output
-from skills.harness.judge import as_outputs, preinit, set_precision
+from skills.harness.judge import as_outputs, preinit, set_precision, wait_preinit
 from skills.problem import ProblemError, load_problem
 from skills.results import Flag
 
@@ -62,6 +62,8 @@ class Candidate:
         self.module: Any = None
         self.sets: list[list[Any]] = []
         self.get_inputs: Any = None
+        self.shape_model: Any = None
+        self.shape_get_inputs: Any = None
 
     def import_model(self) -> None:
         sys.path.insert(0, SHIM_DIR)
@@ -95,9 +97,16 @@ class Candidate:
         exchange = Path(run.exchange_dir)
         try:
             self.get_inputs = load_problem(exchange / "problem.py", sizes=run.sizes).get_inputs
+            if run.shape_sizes:
+                self.shape_get_inputs = load_problem(exchange / "problem.py", sizes=run.shape_sizes).get_inputs
         except ProblemError as exc:
             raise CandidateError("init", f"the problem could not be loaded in the candidate's process: {exc}") from None
-        init = torch.load(exchange / "init.pt", weights_only=False)  # written by the trusted judge
+        self.model = self._make_model(exchange / "init.pt")
+        if run.shape_sizes:
+            self.shape_model = self._make_model(exchange / "init_shape.pt") if run.shape_init else self.model
+
+    def _make_model(self, init_path: Path) -> Any:
+        init = torch.load(init_path, weights_only=False)  # written by the trusted judge
         try:
             model = self.module.ModelNew(*init["init_inputs"])
         except Exception as exc:
@@ -108,11 +117,11 @@ class Candidate:
             model.load_state_dict(init["state_dict"], strict=True)
         except RuntimeError as exc:
             raise CandidateError("init", f"ModelNew cannot load Model's state_dict (keep Model's parameter names and shapes): {exc}") from None
-        self.model = model.to(self.device)
+        return model.to(self.device)
 
-    def draw(self, seed: int, want: list[float], label: str) -> list[Any]:
+    def draw(self, seed: int, want: list[float], label: str, get_inputs: Any = None) -> list[Any]:
         """The input set of this seed, checked against the judge's checksums."""
-        inputs = draw_inputs(self.get_inputs, seed, self.device)
+        inputs = draw_inputs(get_inputs or self.get_inputs, seed, self.device)
         if not same_fingerprint(fingerprint(inputs), want):
             raise CandidateError("correctness", f"the inputs drawn for {label} differ from the judge's: model_new.py"
                                  " (or its kernels) changed torch's random generator or defaults at import time")
@@ -120,14 +129,23 @@ class Candidate:
 
     def correctness(self, run: P.CandRun, parts: timing.Parts) -> P.CandOutputs:
         flags: list[Flag] = []
-        results: list[list[P.OutputFile]] = []
-        for k, (seed, want) in enumerate(zip(run.set_seeds, run.fingerprints, strict=True)):
+        jobs = [(k, seed, want, f"input set {k}", self.get_inputs, self.model)
+                for k, (seed, want) in enumerate(zip(run.set_seeds, run.fingerprints, strict=True))]
+        if run.shape_sizes:
+            # The shape check's set (other sizes, never timed) goes first, before the big sets are
+            # allocated: a kernel that hard-codes a larger shape then reads and writes past its
+            # buffers into unmapped memory and faults, instead of into the other sets' memory.
+            jobs.insert(0, (len(jobs), run.shape_seed, run.shape_fingerprint,
+                            f"the shape check's set ({run.shape_sizes} sizes)", self.shape_get_inputs, self.shape_model))
+        results: list[list[P.OutputFile]] = [[] for _ in jobs]
+        for k, seed, want, label, get_inputs, model in jobs:
             with parts("draw"):
-                inputs = self.draw(seed, want, f"input set {k}")
+                inputs = self.draw(seed, want, label, get_inputs)
                 pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
-                self.sets.append(pristine)
+                if k < len(run.set_seeds):
+                    self.sets.append(pristine)
             with parts("run"), OpRecorder() as rec:
-                outs = self._call(inputs, "correctness")
+                outs = self._call(inputs, "correctness", model)
             with parts("checks"):
                 flags += rec.flags()
                 flags += _output_flags(outs, inputs, k)
@@ -135,13 +153,13 @@ class Candidate:
                     flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs (input set {k}); inputs are read-only"))
             with parts("write"):
                 # Only plain tensors travel (a subclass is flagged above), as raw bytes.
-                results.append([write_output(o, run.out_dir, k, i) for i, o in enumerate(outs)])
+                results[k] = [write_output(o, run.out_dir, k, i) for i, o in enumerate(outs)]
         return P.CandOutputs(nonce=run.nonce, outputs=results, flags=_dedupe(flags), seconds=parts.seconds)
 
-    def _call(self, inputs: list[Any], stage: str) -> list[Any]:
+    def _call(self, inputs: list[Any], stage: str, model: Any = None) -> list[Any]:
         try:
             with torch.no_grad():
-                out = self.model(*inputs)
+                out = (self.model if model is None else model)(*inputs)
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
             return as_outputs(out, "ModelNew")
@@ -149,11 +167,14 @@ class Candidate:
             raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
 
     def time(self, req: P.CandTime) -> P.CandTiming:
-        canaries = [self.draw(seed, want, "a canary set")
-                    for seed, want in zip(req.canary_seeds, req.canary_fingerprints, strict=True)]
+        parts = timing.Parts()
+        with parts("canary draw"):
+            canaries = [self.draw(seed, want, "a canary set")
+                        for seed, want in zip(req.canary_seeds, req.canary_fingerprints, strict=True)]
         n_sets = len(self.sets)
         loop = timing.Loop(self._forward, self.sets + canaries, self.device, req.timing)
-        mean = loop.warmup(P.rotation(n_sets, max(3 * n_sets, req.timing.warmup_calls)))
+        with parts("warm-up"):
+            mean = loop.warmup(P.rotation(n_sets, max(3 * n_sets, req.timing.warmup_calls)))
         n = loop.n_calls(mean)
         order = P.timed_order(n_sets, n, req.canary_fractions)
         positions = [torch.tensor(p, dtype=torch.long, device=self.device) for p in req.sample_positions]
@@ -169,16 +190,22 @@ class Candidate:
                          for o, p in zip(outs, positions, strict=False)])
 
         try:
-            samples = loop.run(order, after)
+            with parts("timed loop"):
+                samples = loop.run(order, after)
+            with parts("caller calls"):
+                samples.caller_us = loop.caller_times(P.rotation(n_sets, req.timing.caller_calls))
         except Exception as exc:
             raise CandidateError("timing", "ModelNew.forward failed during timing:\n" + _candidate_traceback(exc, self.start.workspace)) from None
         if self.device.type == "cuda" and req.profile_calls:
-            kernel_us, launch_flags = self._profile(loop, req.profile_calls)
+            with parts("profiler"):
+                kernel_us, launch_flags = self._profile(loop, req.profile_calls)
             samples.kernel_us = kernel_us
             flags += launch_flags
-        flags += self._probe(loop, n_sets)
+        with parts("probe"):
+            flags += self._probe(loop, n_sets)
         spot_values = [[t.double().cpu().tolist() for t in call] for call in spot]
-        return P.CandTiming(nonce=req.nonce, samples=samples, set_order=order, spot=spot_values, flags=_dedupe(flags))
+        return P.CandTiming(nonce=req.nonce, samples=samples, set_order=order, spot=spot_values, flags=_dedupe(flags),
+                            seconds=parts.seconds)
 
     def _probe(self, loop: timing.Loop, n_sets: int, calls: int = 3) -> list[Flag]:
         """Calls after the timed loop, like timed ones, under the op recorder: code that behaves
@@ -188,6 +215,7 @@ class Candidate:
         flags: list[Flag] = []
         for i in range(calls):
             loop._prepare(i % n_sets)  # the harness's own copies and cache flush are not recorded
+            loop.lead()  # as in a timed call, so the GPU's state does not tell the probe apart
             with OpRecorder() as rec:
                 loop.fn(*loop.work)
             flags += rec.flags()
@@ -311,8 +339,9 @@ def main() -> None:
         apply_rlimits(spec)
     pin_self(os.environ.get("KAGENT_CPUS"))
     chan = P.take_over_stdio()
+    warm_recorder()  # CPU only: at once
+    wait_preinit(chan)
     preinit()
-    warm_recorder()
     chan.send(P.Warm())
     start = chan.recv()
     assert isinstance(start, P.CandStart)

@@ -16,7 +16,7 @@ import random
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import torch
 
@@ -32,7 +32,7 @@ from skills.harness.exchange import (
     to_device,
 )
 from skills.harness.timing import Loop, Parts
-from skills.problem import ProblemError, load_problem
+from skills.problem import ProblemError, Sizes, load_problem, shape_check_sizes
 from skills.results import OutputError, SetResult
 
 
@@ -51,6 +51,15 @@ def as_outputs(value: object, who: str) -> list[Any]:
     if isinstance(value, (tuple, list)) and value:
         return list(value)
     raise TypeError(f"{who} returned {type(value).__name__}; expected a tensor or a tuple of tensors")
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal init inputs (tensors by value; no elementwise truth values)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and bool(torch.equal(a, b))
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
 
 
 def set_seed(seed: int, index: int) -> None:
@@ -73,6 +82,8 @@ class Judge:
         self.exchange = Path(start.exchange_dir)
         self.refs: list[list[Reference]] = []
         self.sets: list[list[Any]] = []
+        self.shape_refs: list[Reference] = []
+        self.shape_sizes: Sizes | None = None
         self.parts = Parts()
 
     def build(self) -> P.JudgeReady:
@@ -99,14 +110,43 @@ class Judge:
         samples = [self._sample_refs(k, positions) for k in range(n_total)]
         # Canary references are needed only at the sample positions.
         self.refs = all_refs[: self.start.n_sets]
+        shape_print, shape_init = self._shape_set() if self.start.shape_check else ([], False)
         props = torch.cuda.get_device_properties(self.device) if self.device.type == "cuda" else None
         return P.JudgeReady(
             nonce=self.start.nonce, name=self.loaded.problem.name, problem_id=self.loaded.problem.id,
             precision=self.precision, n_outputs=len(all_refs[0]), sample_positions=positions,
             samples=samples, gpu=props.name if props else None, torch_version=str(torch.__version__),
             l2_bytes=int(props.L2_cache_size) if props else 0, read_bytes=self._read_bytes(),
-            fingerprints=prints,
+            fingerprints=prints, shape_sizes=cast(Literal["small", "check"] | None, self.shape_sizes),
+            shape_fingerprint=shape_print, shape_init=shape_init,
         )
+
+    def _shape_set(self) -> tuple[list[float], bool]:
+        """Row 14 of EXPLOITS.md: one more set at other sizes (the problem's SMALL_SIZES under the
+        default ones, CHECK_SIZES under the small ones), for correctness only: a kernel that
+        hard-codes the timed shape fails it. Returns (its fingerprint, whether its model has init
+        inputs of its own, whose weights then go to init_shape.pt)."""
+        sizes = shape_check_sizes(self.loaded)
+        if sizes is None:
+            return [], False
+        shape = load_problem(self.start.problem_path, sizes=sizes)
+        init_inputs = list(shape.get_init_inputs())
+        own = not _same_value(init_inputs, self.init_inputs)
+        model, model64 = self.model, self.model64
+        if own:
+            set_seed(self.start.seed, P.SHAPE_INIT_SEED)
+            model = shape.Model(*init_inputs)
+            torch.save({"init_inputs": init_inputs, "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()}},
+                       self.exchange / "init_shape.pt")
+            model = model.to(self.device)
+            model64 = copy.deepcopy(model).double()
+        inputs = draw_inputs(shape.get_inputs, P.derive_seed(self.start.seed, P.SHAPE_SET_SEED), self.device)
+        with torch.no_grad():
+            r = as_outputs(model(*inputs), "Model")
+            r64 = as_outputs(model64(*to_device(inputs, self.device, double=True)), "Model")
+        self.shape_refs = [Reference(a.detach(), b.detach().double()) for a, b in zip(r, r64, strict=True)]
+        self.shape_sizes = sizes
+        return fingerprint(inputs), own
 
     def _read_bytes(self) -> int:
         tensors = [a for a in self.sets[0] if isinstance(a, torch.Tensor)] if self.sets else []
@@ -145,7 +185,7 @@ class Judge:
     def compare(self, req: P.CompareRequest) -> P.CompareReport:
         sets = []
         self.parts = Parts()
-        for k, refs in enumerate(self.refs):
+        for k, refs in enumerate(self.refs + ([self.shape_refs] if self.shape_refs else [])):
             got = req.outputs[k] if k < len(req.outputs) else []
             errs: list[OutputError] = []
             for i, ref in enumerate(refs):
@@ -155,7 +195,8 @@ class Judge:
                     errs.append(OutputError(index=i, ok=False, shape=[], dtype="missing", max_abs_err=None,
                                             max_rel_err=None, err_ratio=None, bad_elements=ref.r.numel(),
                                             message=f"output {i} missing: the model returned {len(got)} outputs, expected {len(refs)}"))
-            sets.append(SetResult(set_index=k, ok=all(e.ok for e in errs), outputs=errs))
+            sets.append(SetResult(set_index=k, ok=all(e.ok for e in errs), outputs=errs,
+                                  sizes=self.shape_sizes if k >= len(self.refs) else None))
         return P.CompareReport(nonce=self.start.nonce, sets=sets, seconds=self.parts.seconds)
 
     def _compare_one(self, out_dir: str, k: int, i: int, meta: P.OutputFile, ref: Reference) -> OutputError:
@@ -196,6 +237,14 @@ class Judge:
         return loop.run(P.rotation(len(self.sets), loop.n_calls(mean)))
 
 
+def wait_preinit(chan: P.Channel) -> None:
+    """Say the imports are done; then wait until the parent says to bring CUDA up (a warm pool
+    holds it back while a timed loop runs)."""
+    chan.send(P.Started())
+    while not isinstance(chan.recv(), P.Preinit):
+        pass
+
+
 def preinit() -> None:
     """Bring CUDA up while waiting for the job (a warm pool starts workers ahead of time)."""
     if os.environ.get("KAGENT_PREINIT") == "cuda" and torch.cuda.is_available():
@@ -211,6 +260,7 @@ def main() -> None:
     os.umask(0o022)  # the candidate (another uid) must read the weights the judge writes
     pin_self(os.environ.get("KAGENT_CPUS"))
     chan = P.take_over_stdio()
+    wait_preinit(chan)
     preinit()
     chan.send(P.Warm())
     start = chan.recv()

@@ -39,6 +39,19 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
     work_buffers: int = 1
     """Pointer-stable input buffer sets the calls rotate through (call i uses set i % n). 4 made
     the time per call no steadier between evaluations on the H200 (README, Timing stability)."""
+    lead_us: float = 100.0
+    """cuda: before each timed call, queue a spin kernel this long ahead of the start event, so
+    the GPU is still busy while the host launches the call: the time per call is then the device's
+    (from the moment the call's work could start to its end), not the host's launch jitter. Host
+    work longer than the lead still shows as idle gaps (launch-bound calls are not flattered).
+    0: the GPU is idle when the call starts, so the call's launch latency counts."""
+    caller_calls: int = 50
+    """cuda: after the timed loop, this many calls with no lead: the time per call as a caller
+    that waits for every call sees it (launch included). Reported beside, not judged."""
+
+    def method(self) -> str:
+        """What a cached baseline's times depend on (skills.baselines.BaselineKey.timing)."""
+        return f"v2 lead {self.lead_us:g} us, flush {int(self.flush_l2)}, reset {int(self.reset_persisting_l2)}"
 
 
 # ---- judge (trusted: reference, comparisons, baselines; never imports candidate code) ----
@@ -64,6 +77,13 @@ class JudgeStart(msgspec.Struct, tag=True, kw_only=True):
     samples_per_output: int
     exchange_dir: str
     """Where the judge writes the initial weights (init.pt) for the candidate."""
+    shape_check: bool = True
+    """Also draw one set at other sizes (skills.problem.shape_check_sizes), for correctness only."""
+
+
+SHAPE_SET_SEED = -2
+"""derive_seed index of the shape check's input set (-3: its model's weights, when they differ)."""
+SHAPE_INIT_SEED = -3
 
 
 class SampleRefs(msgspec.Struct, kw_only=True):
@@ -94,6 +114,11 @@ class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
     fingerprints: list[list[float]] = msgspec.field(default_factory=list)
     """Per input set (regular, then canaries): a checksum per input, so the candidate can tell that
     it drew the same inputs from the set's seed."""
+    shape_sizes: Literal["small", "check"] | None = None
+    """The shape check's sizes (None: no shape check); its set comes after the regular ones."""
+    shape_fingerprint: list[float] = msgspec.field(default_factory=list)
+    shape_init: bool = False
+    """The shape check's model has init inputs of its own: weights in exchange/init_shape.pt."""
 
 
 class OutputFile(msgspec.Struct, kw_only=True):
@@ -140,6 +165,10 @@ class Samples(msgspec.Struct, kw_only=True):
     """Median wall minus event time of an empty call: what the sync itself costs."""
     kernel_us: float | None = None
     """Summed device time of the kernels per call, from the profiler (cuda only)."""
+    caller_us: list[float] = msgspec.field(default_factory=list)
+    """Event time of the calls with no lead (TimingConfig.caller_calls; cuda only)."""
+    lead_us: list[float] = msgspec.field(default_factory=list)
+    """How long the lead actually held the GPU before each timed call (cuda, lead on)."""
 
 
 class BaselineReport(msgspec.Struct, tag=True, kw_only=True):
@@ -183,6 +212,12 @@ class CandRun(msgspec.Struct, tag=True, kw_only=True):
     set_seeds: list[int]
     fingerprints: list[list[float]]
     """The judge's checksums of the same sets."""
+    shape_sizes: Literal["small", "check"] | None = None
+    """Then one more set at these sizes (the shape check), from shape_seed, into set index len(set_seeds)."""
+    shape_seed: int = 0
+    shape_fingerprint: list[float] = msgspec.field(default_factory=list)
+    shape_init: bool = False
+    """Build a second ModelNew from exchange/init_shape.pt for the shape check's set."""
 
 
 class CandTime(msgspec.Struct, tag=True, kw_only=True):
@@ -215,6 +250,18 @@ class CandTiming(msgspec.Struct, tag=True, kw_only=True):
     spot: list[list[list[float]]]
     """Per timed call, per output: values at the sample positions."""
     flags: list[Flag]
+    seconds: dict[str, float] = msgspec.field(default_factory=dict)
+    """Wall seconds of the timing stage's parts (diagnostics only)."""
+
+
+class Started(msgspec.Struct, tag=True, kw_only=True):
+    """Either worker -> parent, before any job: interpreter up, torch imported (no CUDA yet);
+    waiting for Preinit."""
+
+
+class Preinit(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> either worker, before any job: bring CUDA up now. A warm pool sends it only while
+    no evaluation on the same GPU is timing, so starting workers do not disturb a timed loop."""
 
 
 class Warm(msgspec.Struct, tag=True, kw_only=True):
@@ -233,7 +280,7 @@ class WorkerError(msgspec.Struct, tag=True, kw_only=True):
 
 Message = (
     JudgeStart | JudgeReady | CompareRequest | CompareReport | BaselineRequest | BaselineReport
-    | CandStart | CandImported | CandRun | CandTime | CandOutputs | CandTiming | Warm | WorkerError
+    | CandStart | CandImported | CandRun | CandTime | CandOutputs | CandTiming | Started | Preinit | Warm | WorkerError
 )
 
 _encoder = msgspec.msgpack.Encoder()

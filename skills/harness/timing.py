@@ -1,11 +1,14 @@
 """The timing loop shared by the candidate and the baselines, so both are timed alike.
 
 Per call: copy the call's input set into pointer-stable buffers (`work_buffers` sets of them,
-rotating; one by default), flush the last-level cache,
-device-wide sync, then [host clock, start event, call, end event, device-wide sync, host clock].
-The event time is the time per call as the caller sees it (the start event fires as soon as the
-queue is empty, so host launch overhead counts); the wall time, minus what an empty call costs,
-must agree with it, or work escaped the caller's stream (a side stream, a deferred thread).
+rotating; one by default), flush the last-level cache, device-wide sync, then [host clock, lead,
+start event, call, end event, device-wide sync, host clock]. The lead (cuda, `lead_us`) is a spin
+kernel queued ahead of the start event: the host launches the call while the GPU is still busy,
+so the event time is the call's time on the device, from the moment its work could start to its
+end, without the host's launch jitter; host work longer than the lead still shows as idle gaps.
+The wall time, minus what an empty call (lead included) costs, must agree with the event time, or
+work escaped the caller's stream (a side stream, a deferred thread). After the loop, a few calls
+with no lead give the time as a caller that waits for every call sees it (`caller_calls`).
 Every function this module calls on torch is looked up when the module is imported, before any
 candidate code runs, so candidate code cannot patch the clock the harness reads.
 """
@@ -30,6 +33,10 @@ _sync: Any = torch._C._cuda_synchronize if _HAS_CUDA else None
 _EventBase: Any = torch._C._CudaEventBase if _HAS_CUDA else None
 _record: Any = torch._C._CudaEventBase.record if _HAS_CUDA else None
 _elapsed: Any = torch._C._CudaEventBase.elapsed_time if _HAS_CUDA else None
+_spin: Any = getattr(torch._C, "_cuda_sleep", None) if _HAS_CUDA else None
+SPIN_KERNEL = "spin_kernel"
+"""The name of torch's spin kernel (at::cuda::sleep), which the lead runs: launch accounting
+leaves it out (skills/harness/launches.py)."""
 
 
 def _persisting_l2_reset() -> Callable[[], int] | None:
@@ -94,6 +101,8 @@ class Loop:
                       for _ in range(max(1, config.work_buffers))]
         self.work = self.works[0]
         self._calls = 0
+        self.lead_cycles = 0  # set by calibrate_lead(), corrected in place by warmup()
+        self.last_lead_us = 0.0  # how long the last call's lead held the GPU (event time)
         flush_bytes = 2 * llc_bytes(device) if config.flush_l2 else 0
         self.flush_buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
         # Events go on the caller's (default) stream: work the call leaves elsewhere is missed by
@@ -113,10 +122,31 @@ class Loop:
         if self.cuda:
             _sync()  # outside the timed region
 
-    def call(self, set_index: int, fn: Callable[..., Any] | None = None, *, _perf: Any = _perf_ns,
+    def calibrate_lead(self, _event: Any = _EventBase, _rec: Any = _record, _sync_all: Any = _sync,
+                       _elapsed_ms: Any = _elapsed, _sleep: Any = _spin) -> None:
+        """Spin cycles for `lead_us` at the clock the GPU runs now (cuda; 0 leaves the lead off)."""
+        if not self.cuda or self.config.lead_us <= 0 or _sleep is None:
+            return
+        probe = 200_000
+        rates = []
+        for _ in range(3):
+            a, b = _event(enable_timing=True), _event(enable_timing=True)
+            _rec(a, self.stream)
+            _sleep(probe)
+            _rec(b, self.stream)
+            _sync_all()
+            rates.append(probe / max(float(_elapsed_ms(a, b)) * 1e3, 1e-3))
+        self.lead_cycles = int(self.config.lead_us * statistics.median(rates))
+
+    def lead(self, _sleep: Any = _spin) -> None:
+        """Queue the lead (a no-op on cpu or when it is off)."""
+        if self.lead_cycles:
+            _sleep(self.lead_cycles)
+
+    def call(self, set_index: int, fn: Callable[..., Any] | None = None, *, lead: bool = True, _perf: Any = _perf_ns,
              _event: Any = _EventBase, _rec: Any = _record, _sync_all: Any = _sync,
-             _elapsed_ms: Any = _elapsed) -> tuple[float, float, Any]:
-        """One timed call: (event us, wall us, output).
+             _elapsed_ms: Any = _elapsed, _sleep: Any = _spin) -> tuple[float, float, Any]:
+        """One timed call: (event us, wall us, output); lead=False: the GPU is idle when it starts.
 
         The clock functions are default arguments, bound when this module was imported (before any
         candidate code): rebinding the module's globals later does not reach them.
@@ -130,12 +160,17 @@ class Loop:
             us = (t1 - t0) / 1e3
             return us, us, out
         start, end = _event(enable_timing=True), _event(enable_timing=True)
+        held = _event(enable_timing=True) if lead and self.lead_cycles else None
         t0 = _perf()
+        if held is not None:
+            _rec(held, self.stream)
+            _sleep(self.lead_cycles)
         _rec(start, self.stream)
         out = f(*self.work)
         _rec(end, self.stream)
         _sync_all()
         t1 = _perf()
+        self.last_lead_us = float(_elapsed_ms(held, start)) * 1e3 if held is not None else 0.0
         return float(_elapsed_ms(start, end)) * 1e3, (t1 - t0) / 1e3, out
 
     def sync_overhead_us(self, calls: int = 21) -> float:
@@ -150,16 +185,25 @@ class Loop:
 
     def warmup(self, order: Sequence[int]) -> float:
         """Untimed calls, indistinguishable from timed ones; returns the mean wall us per call of
-        the later half (the first calls carry one-off costs: torch.compile, module loading)."""
+        the later half (the first calls carry one-off costs: torch.compile, module loading).
+        Calibrates the lead before (so warm-up calls have one too) and after (at the warm clock)."""
         walls: list[float] = []
+        leads: list[float] = []
+        self.calibrate_lead()
         began = _perf_ns()
         i = 0
         while i < self.config.warmup_calls or (_perf_ns() - began) / 1e9 < self.config.warmup_seconds:
             _, wall, _ = self.call(order[i % len(order)])
             walls.append(wall)
+            leads.append(self.last_lead_us)
             i += 1
             if i >= 10 * self.config.warmup_calls:
                 break
+        # The spin counts cycles: at the clock the GPU keeps *between these calls* (lower when a
+        # call leaves it idle, waiting for the host) it lasts longer or shorter than calibrated.
+        held = statistics.median(leads[len(leads) // 2:]) if self.lead_cycles else 0.0
+        if held > 0:
+            self.lead_cycles = max(1, int(self.lead_cycles * self.config.lead_us / held))
         return statistics.fmean(walls[len(walls) // 2:])
 
     def n_calls(self, mean_us: float) -> int:
@@ -172,13 +216,22 @@ class Loop:
         overhead = self.sync_overhead_us()
         events: list[float] = []
         walls: list[float] = []
+        leads: list[float] = []
         for i, s in enumerate(order):
             ev, wall, out = self.call(s)
             events.append(ev)
             walls.append(wall)
+            if self.lead_cycles:
+                leads.append(self.last_lead_us)
             if after is not None:
                 after(i, out)
-        return Samples(per_call_us=events, wall_us=walls, sync_overhead_us=overhead)
+        return Samples(per_call_us=events, wall_us=walls, sync_overhead_us=overhead, lead_us=leads)
+
+    def caller_times(self, order: Sequence[int]) -> list[float]:
+        """Event times of calls with no lead: what a caller waiting for each call sees (cuda)."""
+        if not self.cuda:
+            return []
+        return [self.call(s, lead=False)[0] for s in order]
 
 
 class Parts:
