@@ -321,7 +321,7 @@ class Ppo:
 
 
 def ppo_parts(config: Any, seq: int, n_rows: int, dtype: torch.dtype, acc: Any, warmup: int, iters: int,
-              checkpointing: bool, compiled: bool, parts: Parts) -> bool | None:
+              checkpointing: bool, compiled: bool, parts: Parts, actor_only: bool = False) -> bool | None:
     world = acc.num_processes
     rows = packed_rows(seq, n_rows * world, config.vocab_size)
     mine = rows[acc.process_index::world]  # what trainer.update.micro_batches gives this rank
@@ -334,6 +334,8 @@ def ppo_parts(config: Any, seq: int, n_rows: int, dtype: torch.dtype, acc: Any, 
     f["ppo"] = sum(f.values())
     for part, fn in (("actor", ppo.actor_update), ("critic", ppo.critic_update),
                      ("reference", ppo.reference_forward), ("ppo", ppo.ppo_update)):
+        if actor_only and part != "actor":
+            continue
         extra = dict(sampled_tokens=head, docs=len(docs), episodes=ids) if part == "actor" else {}
         parts.measure(NAMES[part], fn, warmup, iters, tokens, f[part], **extra)
     synced = in_sync(acc, ppo.actor, ppo.critic)
@@ -408,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-plain", action="store_true", help="do not time the plain step")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
                     help="also time the actor with --compile (default: on, off with --tiny or --fsdp)")
+    ap.add_argument("--actor-only", action="store_true",
+                    help="time only the plain step and the actor update (and its --compile variant)")
     ap.add_argument("--fsdp", action="store_true",
                     help="shard the models with FSDP2 (accelerate's plugin) instead of DDP; GPUs only")
     ap.add_argument("--single", type=Path, default=None, help="1-GPU result JSON: report the scaling efficiency")
@@ -453,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     free()
     compiled = a.compile if a.compile is not None else not (a.tiny or a.fsdp)
     synced["ppo"] = ppo_parts(config, seq, a.rows, dtype, acc, a.warmup, a.iters, a.grad_checkpointing, compiled,
-                              results)
+                              results, actor_only=a.actor_only)
     if not acc.is_main_process:
         return 0
     summary = write(results.parts, True)

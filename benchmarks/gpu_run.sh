@@ -81,6 +81,9 @@ if [ "$1" = s4c ]; then  # session 4: the solutions table; stability through the
   step solutions; TAIL=20 run 240 bench_solutions.log python3 benchmarks/bench_eval.py solutions --out eval-solutions-h200
   step stability-pool; TAIL=14 run 200 bench_stability_pool.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 10 --variants "lead+pool" --loaded "lead+pool" --out eval-stability-pool-h200
 fi
+if [ "$1" = s4d ]; then  # session 4: the actor update against the plain step again, now that --compile is the trainer's default on CUDA
+  step trainer; TAIL=14 run 300 bench_trainer_actor.log python3 benchmarks/bench_trainer.py --actor-only --out trainer-h200-actor-s4
+fi
 if [ "$1" = compile ]; then
   step compile; TAIL=12 run 110 bench_compile.log python3 benchmarks/bench_compile.py --out compile-h200
 fi

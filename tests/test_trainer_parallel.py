@@ -29,7 +29,7 @@ from benchmarks.bench_trainer import TINY as BENCH_TINY
 from runtime.daemon import free_port
 from runtime.store import Store
 from trainer.config import TrainConfig
-from trainer.run import train
+from trainer.run import TrainerError, train
 
 ROOT = Path(__file__).resolve().parents[1]
 FORCE_FSDP = """
@@ -68,6 +68,24 @@ def launch(*args: str, processes: int = 2, fsdp: str = "", env: dict[str, str] |
         cmd.append(fsdp)
     return subprocess.run([*cmd, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False,
                           env=dict(os.environ, OMP_NUM_THREADS="1", **(env or {})))
+
+
+def launch_fsdp(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`accelerate launch --use_fsdp` (FSDP2) as a user would, with 2 processes forced onto the FSDP
+    path on CPU: wrap policy NO_WRAP, and accelerate's default of loading through the meta device."""
+    wrapper = tmp_path / "force_fsdp.py"
+    wrapper.write_text(FORCE_FSDP)
+    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--use_fsdp", "--fsdp_version", "2",
+           "--fsdp_auto_wrap_policy", "NO_WRAP", "--fsdp_state_dict_type", "FULL_STATE_DICT", "--num_processes", "2",
+           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
+           str(free_port()), str(wrapper), "-m", "trainer.run", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+
+
+async def _steps(path: Path) -> Any:
+    async with Store.open(path, readonly=True) as store:
+        return await store.list_train_steps()
 
 
 def single_result(path: Path) -> Path:
@@ -150,26 +168,14 @@ def test_fsdp2_ppo_step_matches_one_process(tmp_path: Path) -> None:
     model = str(model_json(tmp_path))
     common = ["--model", model, "--min-episodes", "9", "--max-steps", "1", "--max-len", "16", "--no-progress",
               "--no-tensorboard", "--lr", "1e-3"]
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--use_fsdp", "--fsdp_version", "2",
-           "--fsdp_auto_wrap_policy", "NO_WRAP", "--fsdp_state_dict_type", "FULL_STATE_DICT", "--num_processes", "2",
-           "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
-           str(free_port()), str(tmp_path / "force_fsdp.py"), "-m", "trainer.run", "--db", str(db),
-           "--out", str(tmp_path / "o"), *common]
-    (tmp_path / "force_fsdp.py").write_text(FORCE_FSDP)
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
-                       env=dict(os.environ, OMP_NUM_THREADS="1"))
+    r = launch_fsdp(tmp_path, "--db", str(db), "--out", str(tmp_path / "o"), *common)
     assert r.returncode == 0, r.stderr[-4000:]
     assert "ppo stage on 2 process(es) (DistributedType.FSDP)" in r.stderr
-
-    async def steps(path: Path) -> Any:
-        async with Store.open(path, readonly=True) as store:
-            return await store.list_train_steps()
-
-    (two,) = anyio.run(steps, db)
+    (two,) = anyio.run(_steps, db)
     cfg = msgspec.convert(dict(db=str(tmp_path / "single.db"), model=model, out=str(tmp_path / "s"), min_episodes=9,
                                max_steps=1, max_len=16, progress=False, tensorboard=False, lr=1e-3), TrainConfig)
     assert anyio.run(train, cfg) == 1
-    (one,) = anyio.run(steps, tmp_path / "single.db")
+    (one,) = anyio.run(_steps, tmp_path / "single.db")
     for key in ("grad_norm_actor", "grad_norm_critic", "policy_loss", "value_loss", "tokens"):
         assert two.metrics[key] == pytest.approx(one.metrics[key], rel=1e-4, abs=1e-7), key
     from safetensors.torch import load_file
@@ -178,3 +184,42 @@ def test_fsdp2_ppo_step_matches_one_process(tmp_path: Path) -> None:
         sharded, single = load_file(str(tmp_path / "o/step_1" / name)), load_file(str(tmp_path / "s/step_1" / name))
         for k in single:
             torch.testing.assert_close(sharded[k], single[k], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_fsdp2_resume_continues_identically(tmp_path: Path) -> None:
+    """Two steps under FSDP2 in one go, and one step, a stop and a resumed second step: the optimizer
+    states come back from each rank's shard (optimizer/, not rank 0's optimizer.pt), so the weights
+    and metrics of step 2 are bit-identical (same ranks, same gloo reductions in the same order)."""
+    eps = [([1, 2, 3], [4 + k % 50, 5 + k % 7, 6, 7], float(k % 3 - 1)) for k in range(16)]
+    db = make_store(tmp_path, eps)
+    shutil.copy(db, tmp_path / "b.db")
+    common = ["--model", str(model_json(tmp_path)), "--min-episodes", "8", "--max-episodes", "8", "--max-len", "16",
+              "--max-staleness", "10", "--keep-checkpoints", "1", "--no-progress", "--no-tensorboard",
+              "--lr", "1e-2", "--critic-lr", "1e-2"]
+    runs = [(db, "a", 2), (tmp_path / "b.db", "b", 1), (tmp_path / "b.db", "b", 2)]
+    for store, out, steps in runs:
+        r = launch_fsdp(tmp_path, "--db", str(store), "--out", str(tmp_path / out), "--max-steps", str(steps), *common)
+        assert r.returncode == 0, r.stderr[-4000:]
+    assert "resuming from" in r.stderr and "(step 1, 8 episodes seen)" in r.stderr
+    a, b = tmp_path / "a" / "step_2", tmp_path / "b" / "step_2"
+    assert (a / "optimizer" / ".metadata").is_file() and not (a / "optimizer.pt").exists()
+    from safetensors.torch import load_file
+
+    for name in ("model.safetensors", "critic/model.safetensors", "critic/value_head.safetensors"):
+        wa, wb = load_file(str(a / name)), load_file(str(b / name))
+        assert wa.keys() == wb.keys()
+        for k in wa:
+            assert torch.equal(wa[k], wb[k]), (name, k)
+    ma, mb = ([s.metrics for s in anyio.run(_steps, p)] for p in (db, tmp_path / "b.db"))
+    for x, y in zip(ma, mb, strict=True):
+        assert {k: v for k, v in x.items() if "second" not in k and "per_s" not in k} == \
+            {k: v for k, v in y.items() if "second" not in k and "per_s" not in k}
+    # --keep-checkpoints 1: step 1 keeps its policy, not its resume state (the shards included)
+    assert (tmp_path / "b" / "step_1" / "model.safetensors").is_file()
+    assert not (tmp_path / "b" / "step_1" / "optimizer").exists()
+    one = msgspec.convert(dict(db=str(tmp_path / "b.db"), model=str(model_json(tmp_path)), out=str(tmp_path / "b"),
+                               max_steps=3, progress=False, tensorboard=False), TrainConfig)
+    with pytest.raises(TrainerError, match=r"step_2 was written under FSDP \(optimizer holds its optimizer states\);"
+                       r" resume it with --use_fsdp"):
+        anyio.run(train, one)  # one process cannot read the shards

@@ -4,10 +4,11 @@
         config.json, model.safetensors, tokenizer files     full fine-tuning
         adapter_config.json, adapter_model.safetensors      LoRA (vLLM /v1/load_lora_adapter)
         critic/              ppo: the critic (backbone + value_head.safetensors)
-        optimizer.pt         optimizer states (resume)
+        optimizer.pt         optimizer states (resume; one process or DDP: rank 0's full states)
+        optimizer/           instead under FSDP: each rank's shard of them (torch.distributed.checkpoint)
         trainer_state.json   step, stage, policy version, episodes consumed or skipped
         STABLE               written last: the folder is complete
-    <out>/critic_N/          value-stage steps: critic/, optimizer.pt, trainer_state.json, STABLE
+    <out>/critic_N/          value-stage steps: critic/, optimizer.pt or optimizer/, trainer_state.json, STABLE
 
 A folder without STABLE is incomplete (the trainer died writing it): resume ignores it and the
 next step overwrites it. After STABLE the new policy version is recorded in the store under the
@@ -25,6 +26,8 @@ from pathlib import Path
 
 import msgspec
 from anyio import to_thread
+from torch import nn
+from torch.optim import Optimizer
 
 from runtime.store import Store, StoreError
 from trainer.config import Stage
@@ -32,6 +35,7 @@ from trainer.config import Stage
 STABLE = "STABLE"
 STATE = "trainer_state.json"
 OPTIMIZER = "optimizer.pt"
+SHARDS = "optimizer"
 
 
 class TrainerState(msgspec.Struct, kw_only=True):
@@ -109,7 +113,7 @@ def prune(out: Path, stage: Stage, keep: int | None) -> list[Path]:
         return []
     pruned = []
     for _, folder in stable(out, stage)[:-keep] if keep > 0 else stable(out, stage):
-        for name in (OPTIMIZER, "critic"):
+        for name in (OPTIMIZER, SHARDS, "critic"):
             target = folder / name
             if target.is_dir():
                 shutil.rmtree(target)
@@ -118,6 +122,34 @@ def prune(out: Path, stage: Stage, keep: int | None) -> list[Path]:
                 target.unlink()
                 pruned.append(target)
     return pruned
+
+
+def _inner(opt: Optimizer) -> Optimizer:
+    return getattr(opt, "optimizer", opt)  # accelerate's AcceleratedOptimizer wraps the real one
+
+
+def save_shards(path: Path, pairs: dict[str, tuple[nn.Module, Optimizer]]) -> None:
+    """Every rank writes its shard of each (model, optimizer)'s state to the folder `path`
+    (torch.distributed.checkpoint, keyed by parameter name); a collective: call it on all ranks."""
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+    from torch.distributed.checkpoint.state_dict_saver import save
+
+    save({k: get_optimizer_state_dict(m, _inner(o)) for k, (m, o) in pairs.items()}, checkpoint_id=path)
+
+
+def load_shards(path: Path, pairs: dict[str, tuple[nn.Module, Optimizer]]) -> None:
+    """The states `save_shards` wrote, into the optimizers of the same sharded models; a collective."""
+    from torch.distributed.checkpoint.state_dict import (
+        get_optimizer_state_dict,
+        set_optimizer_state_dict,
+    )
+    from torch.distributed.checkpoint.state_dict_loader import load
+
+    # the templates (states initialised by a zero-lr step that changes no weight) say what to read
+    states = {k: get_optimizer_state_dict(m, _inner(o)) for k, (m, o) in pairs.items()}
+    load(states, checkpoint_id=path)
+    for k, (m, o) in pairs.items():
+        set_optimizer_state_dict(m, _inner(o), states[k])
 
 
 async def publish(store: Store, folder: Path) -> int:

@@ -49,7 +49,7 @@ class TrainConfig(msgspec.Struct, kw_only=True, frozen=True):
     grad_checkpointing: bool = False
     """Recompute activations in backward (less memory, ~25% slower)."""
     compile: bool | None = None
-    """torch.compile each layer's MLP and RMSNorms (dynamic shapes): fuses their elementwise work (H200: the actor update 1.31x the plain step with it, 1.14x without); compiling takes tens of seconds at start. Unset: on with CUDA unless accelerate runs FSDP (not measured together), off on CPU."""
+    """torch.compile each layer's MLP and RMSNorms (dynamic shapes): fuses their elementwise work (H200: the actor update 1.31-1.33x the plain step with it, 1.14x without); compiling takes tens of seconds at start. Unset: on with CUDA unless accelerate runs FSDP (not measured together), off on CPU."""
     max_len: int = 8192
     """Tokens per packed row; longer episodes keep their first max_len tokens."""
     micro_batch: int = 1

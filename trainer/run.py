@@ -130,6 +130,7 @@ class Trainer:
             if state.lora != cfg.lora:
                 raise TrainerError(f"{resume} was trained {'with' if state.lora else 'without'} --lora;"
                                    " resume it the same way or use a new --out")
+            _check_resume(resume, _is_fsdp(acc))
             log.info("resuming from %s (step %d, %d episodes seen)", resume, state.step, len(state.seen))
         else:
             state = ckpt.TrainerState(run=cfg.run or str(out.resolve()), stage=cfg.stage, step=0, lora=cfg.lora)
@@ -179,23 +180,40 @@ class Trainer:
         """step_N/ (critic_N/ in the value stage), sealed with STABLE; rank 0 writes."""
         acc, m = self.acc, self.models
         folder = ckpt.step_dir(self.out, self.cfg.stage, self.state.step)
-        fsdp = "FSDP" in str(acc.distributed_type)
+        fsdp = _is_fsdp(acc)
+        # under FSDP the weights are gathered in full to rank 0 (what vLLM loads), the optimizer
+        # states stay sharded: each rank writes its own part to optimizer/
         actor_sd = acc.get_state_dict(m.actor) if m.actor is not None and fsdp else None
         critic_sd = acc.get_state_dict(m.critic) if m.critic is not None and fsdp else None
         if acc.is_main_process:
             ckpt.begin(folder)
+        if fsdp:
+            acc.wait_for_everyone()  # begin() may remove a leftover folder: no rank writes before
+            ckpt.save_shards(folder / ckpt.SHARDS, _pairs(m))
+        if acc.is_main_process:
             if m.actor is not None:
                 save_actor(acc.unwrap_model(m.actor), folder, model_spec=self.cfg.model,
                            state_dict=_strip(actor_sd, "lm."))
             if m.critic is not None:
                 save_critic(acc.unwrap_model(m.critic), folder / "critic", state_dict=critic_sd)
-            opts = {k: o.state_dict() for k, o in (("actor", m.actor_opt), ("critic", m.critic_opt)) if o}
-            torch.save(opts, folder / ckpt.OPTIMIZER)
+            if not fsdp:
+                opts = {k: o.state_dict() for k, o in (("actor", m.actor_opt), ("critic", m.critic_opt)) if o}
+                torch.save(opts, folder / ckpt.OPTIMIZER)
             kind = "critic" if self.cfg.stage == "value" else "lora" if self.cfg.lora else "full"
             ckpt.seal(folder, self.state, kind)
             ckpt.prune(self.out, self.cfg.stage, self.cfg.keep_checkpoints)
         acc.wait_for_everyone()
         return folder
+
+
+def _is_fsdp(acc: Any) -> bool:
+    return "FSDP" in str(acc.distributed_type)
+
+
+def _pairs(m: Models) -> dict[str, tuple[Any, Any]]:
+    """The prepared (model, optimizer) of actor and critic, by the name their states are saved under."""
+    pairs = {"actor": (m.actor, m.actor_opt), "critic": (m.critic, m.critic_opt)}
+    return {k: (model, opt) for k, (model, opt) in pairs.items() if model is not None and opt is not None}
 
 
 def _strip(sd: dict[str, torch.Tensor] | None, prefix: str) -> dict[str, torch.Tensor] | None:
@@ -218,11 +236,9 @@ def _build(cfg: TrainConfig, acc: Any, resume: Path | None) -> tuple[Models, int
     vocab = vocab_size(actor.lm if actor is not None else critic.backbone)  # type: ignore[union-attr]
     actor_opt = optimizer(trainable(actor), lr=cfg.lr, weight_decay=cfg.weight_decay) if actor else None
     critic_opt = optimizer(trainable(critic), lr=cfg.critic_lr, weight_decay=cfg.weight_decay) if critic else None
-    if resume is not None:
-        path = resume / ckpt.OPTIMIZER
-        if not path.is_file():
-            raise TrainerError(f"{path} is missing (pruned?); resume needs the newest checkpoint's optimizer state")
-        states = torch.load(path, map_location=acc.device, weights_only=True)
+    fsdp = _is_fsdp(acc)
+    if resume is not None and not fsdp:
+        states = torch.load(resume / ckpt.OPTIMIZER, map_location=acc.device, weights_only=True)
         for name, opt in (("actor", actor_opt), ("critic", critic_opt)):
             if opt is not None and name in states:
                 opt.load_state_dict(states[name])
@@ -230,8 +246,24 @@ def _build(cfg: TrainConfig, acc: Any, resume: Path | None) -> tuple[Models, int
         actor, actor_opt = prepare(acc, actor, actor_opt)
     if critic is not None:
         critic, critic_opt = prepare(acc, critic, critic_opt)
-    return Models(accelerator=acc, actor=actor, actor_opt=actor_opt, critic=critic, critic_opt=critic_opt,
-                  reference=reference), vocab
+    models = Models(accelerator=acc, actor=actor, actor_opt=actor_opt, critic=critic, critic_opt=critic_opt,
+                    reference=reference)
+    if resume is not None and fsdp:  # into the sharded optimizers: after prepare
+        ckpt.load_shards(resume / ckpt.SHARDS, _pairs(models))
+    return models, vocab
+
+
+def _check_resume(resume: Path, fsdp: bool) -> None:
+    """The checkpoint holds the optimizer states in the form this run reads (full or sharded)."""
+    full, shards = resume / ckpt.OPTIMIZER, resume / ckpt.SHARDS
+    want, other = (shards, full) if fsdp else (full, shards)
+    if want.exists():
+        return
+    if other.exists():
+        raise TrainerError(
+            f"{resume} was written {'without' if fsdp else 'under'} FSDP ({other.name} holds its optimizer states);"
+            f" resume it {'without' if fsdp else 'with'} --use_fsdp, or use a new --out")
+    raise TrainerError(f"{want} is missing (pruned?); resume needs the newest checkpoint's optimizer state")
 
 
 @contextmanager
