@@ -43,6 +43,7 @@ from runtime.config import (
     resolve_paths,
 )
 from runtime.store import StoreError
+from skills import atomic
 
 NOT_RUNNING = 3  # LSB: "program is not running"
 
@@ -169,9 +170,8 @@ def running(paths: Paths) -> int | None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    """The pid and info files: readable by others, as a plain write would leave them."""
+    atomic.write_atomic(path, data, mode=0o644)
 
 
 def remove_own(paths: Paths) -> None:

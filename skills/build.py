@@ -29,6 +29,7 @@ from typing import Literal
 import msgspec
 
 from skills.affinity import confine_build
+from skills.atomic import write_atomic
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 KAGENT_H = HARNESS_DIR / "kagent.h"
@@ -569,7 +570,7 @@ def _compile_one(unit: _Unit, config: BuildConfig, cache: Path, work: Path) -> _
     elif rc == 0:
         obj.parent.mkdir(parents=True, exist_ok=True)
         os.replace(out, obj)
-        _atomic_write(meta_path, msgspec.json.encode(_Meta(output=output[:200_000])))
+        write_atomic(meta_path, msgspec.json.encode(_Meta(output=output[:200_000])), parents=True)
     return _Compiled(unit=unit, ok=rc == 0, cached=False, seconds=time.perf_counter() - t0,
                      output=output, obj=obj)
 
@@ -612,21 +613,8 @@ def _link(compiled: list[_Compiled], config: BuildConfig, cache: Path, work: Pat
         return _Link(ok=False, lib_path=None, cached=False, output=output, key=key)
     lib.parent.mkdir(parents=True, exist_ok=True)
     os.replace(out, lib)
-    _atomic_write(meta_path, msgspec.json.encode(_Meta(output=output[:200_000])))
+    write_atomic(meta_path, msgspec.json.encode(_Meta(output=output[:200_000])), parents=True)
     return _Link(ok=True, lib_path=str(lib), cached=False, output=output, key=key)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temp file + rename, so concurrent builds of one key never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --------------------------------------------------------------------------- diagnostics
@@ -767,7 +755,7 @@ def _build_torch(snap: _Snapshot, config: BuildConfig, start: float) -> BuildRes
         # Content-addressed directory: never rewrite an existing file, or its new mtime would
         # make ninja rebuild.
         if not (src_dir / name).is_file():
-            _atomic_write(src_dir / name, data)
+            write_atomic(src_dir / name, data, parents=True)
     name = f"kagent_torch_{key[:16]}"
     cached = any(build_dir.glob(f"{name}*.so"))
     units = [UnitResult(file=f"kernels/{n}", cached=cached, seconds=0.0, ok=True)

@@ -25,6 +25,8 @@ from types import TracebackType
 
 import msgspec
 
+from skills.atomic import write_atomic
+
 MODEL = "model.py"
 MODEL_NEW = "model_new.py"
 KERNELS = "kernels"
@@ -220,7 +222,7 @@ class Workspace:
                 f"{total} bytes, over the quota of {cfg.quota_bytes} bytes; shorten your files"
             )
         path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(path, data)
+        write_atomic(path, data, mode=0o644)
         return len(data)
 
     def usage(self) -> int:
@@ -363,18 +365,6 @@ def _check_area(parts: list[str], *, for_write: bool) -> None:
         )
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to a temporary file beside `path`, then rename it over `path`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def _read_regular(path: Path, shown: str) -> bytes:
