@@ -133,15 +133,6 @@ def _compile_storm(k: int, tmp: Path, confined: bool = True) -> list[subprocess.
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for j in range(k)]
 
 
-def _clock_mhz() -> int | None:
-    try:
-        import torch
-
-        return int(torch.cuda.clock_rate())
-    except Exception:
-        return None
-
-
 # before: one work buffer, workers not pinned, builds not confined (the first H200 measurement).
 # after: 4 buffers, pinned (session 3: no steadier). Both with lead_us 0: the GPU idle when each
 # timed call starts, as before the lead existed. "lead": the default TimingConfig (a spin kernel
@@ -163,21 +154,18 @@ def _variant(cfg: EvalConfig, name: str) -> EvalConfig:
     return msgspec.structs.replace(cfg, timing=timing, pin_cpus=v.get("pin_cpus", cfg.pin_cpus))
 
 
-def _profile_runs(problem: Path, ws: Path, cfg: EvalConfig, cache: JsonBaselineCache, n: int, pool: bool,
-                  each: Any) -> None:
-    """n profile evaluations, each in fresh workers (cold, or from a warm pool); each(result)."""
+def _profile(problem: Path, ws: Path, cfg: EvalConfig, cache: JsonBaselineCache, pool: bool) -> EvalResult:
+    """One profile evaluation in fresh workers: cold, or taken warm from a pool (which refills
+    behind it during the evaluation, as in the daemon)."""
     if not pool:
-        for _ in range(n):
-            each(run(problem, ws, "profile", cfg, cache)[0])
-        return
+        return run(problem, ws, "profile", cfg, cache)[0]
 
-    async def go() -> None:
+    async def go() -> EvalResult:
         async with WarmPool(cfg, size=1) as p:
-            for _ in range(n):
-                await p.wait_full()
-                each(await evaluate(problem, ws, mode="profile", config=cfg, baseline_cache=cache, pool=p))
+            await p.wait_full()
+            return await evaluate(problem, ws, mode="profile", config=cfg, baseline_cache=cache, pool=p)
 
-    anyio.run(go)
+    return anyio.run(go)
 
 
 def _cv(xs: list[float]) -> float:
@@ -203,21 +191,18 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                 got: dict[str, list[dict[str, Any]]] = {n: [] for n in group}
                 for i in range(args.runs):
                     for name in group:
-                        def each(r: EvalResult, name: str = name, i: int = i, label: str = label,
-                                 got: dict[str, list[dict[str, Any]]] = got) -> None:
-                            assert r.candidate is not None, r.error
-                            c = r.candidate
-                            got[name].append({"median_us": c.per_call_us.median, "cv": c.cv,
-                                              "caller_us": c.caller_us.median if c.caller_us else None,
-                                              "kernel_us": c.kernel_us, "lead_us": c.lead_us, "flags": [f.name for f in r.flags],
-                                              "timing_s": r.stages.timing, "parts": r.stages.parts})
-                            x = got[name][-1]
-                            print(f"{label} / {name}: run {i + 1} median {x['median_us']:.2f} us (within-run cv"
-                                  f" {100 * c.cv:.2f}%), waiting caller {x['caller_us'] or 0:.2f} us, kernels"
-                                  f" {x['kernel_us'] or 0:.2f} us, lead held {x['lead_us'] or 0:.1f} us, timing {r.stages.timing or 0:.2f} s"
-                                  f"{' flags ' + ','.join(x['flags']) if x['flags'] else ''}", flush=True)
-
-                        _profile_runs(problem, ws, _variant(cfg, name), cache, 1, bool(VARIANTS[name].get("pool")), each)
+                        r = _profile(problem, ws, _variant(cfg, name), cache, bool(VARIANTS[name].get("pool")))
+                        assert r.candidate is not None, r.error
+                        c = r.candidate
+                        got[name].append({"median_us": c.per_call_us.median, "cv": c.cv,
+                                          "caller_us": c.caller_us.median if c.caller_us else None,
+                                          "kernel_us": c.kernel_us, "lead_us": c.lead_us, "flags": [f.name for f in r.flags],
+                                          "timing_s": r.stages.timing, "parts": r.stages.parts})
+                        x = got[name][-1]
+                        print(f"{label} / {name}: run {i + 1} median {x['median_us']:.2f} us (within-run cv"
+                              f" {100 * c.cv:.2f}%), waiting caller {x['caller_us'] or 0:.2f} us, kernels"
+                              f" {x['kernel_us'] or 0:.2f} us, lead held {x['lead_us'] or 0:.1f} us, timing {r.stages.timing or 0:.2f} s"
+                              f"{' flags ' + ','.join(x['flags']) if x['flags'] else ''}", flush=True)
                         result[f"{label} / {name}"] = {"runs": got[name], "partial": True}
                         write_result(args.out or "eval-stability", {**result, "env": environment()})
             finally:

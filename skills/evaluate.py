@@ -148,14 +148,9 @@ class _State:
         self.log = ""
         self.sandbox: str | None = None
         self.config = config
-        self.quiet: Callable[[], AbstractAsyncContextManager[None]] = _no_gate
+        self.quiet: Callable[[], AbstractAsyncContextManager[None]] = contextlib.nullcontext
         """Held around timed loops: the warm pool starts no worker's CUDA meanwhile."""
         self.began = time.perf_counter()
-
-
-@asynccontextmanager
-async def _no_gate() -> AsyncIterator[None]:
-    yield
 
 
 def _timing_result(samples: P.Samples) -> TimingResult:
@@ -704,8 +699,8 @@ class WarmPool:
             self._starting_cuda += 1
         try:
             await slot.preinit()
-            await slot.judge.wait_warm(self.config.timeout_import_s)
-            await slot.cand.wait_warm(self.config.timeout_import_s)
+            await slot.judge.wait_for(P.Warm, self.config.timeout_import_s)
+            await slot.cand.wait_for(P.Warm, self.config.timeout_import_s)
         finally:
             async with self._gate:
                 self._starting_cuda -= 1

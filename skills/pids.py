@@ -89,11 +89,6 @@ def hierarchy() -> Path | None:
     return None
 
 
-def describe() -> str:
-    base = hierarchy()
-    return f"tasks capped by a pids cgroup under {base}" if base is not None else "no pids cgroup"
-
-
 class PidsGroup:
     """One evaluation's group: `adopt` the candidate's processes, `release` at the end."""
 

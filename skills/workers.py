@@ -126,10 +126,6 @@ class Worker:
                 return False
         return False
 
-    async def wait_warm(self, limit_s: float) -> bool:
-        """Until the worker says it is warm (torch imported, CUDA up)."""
-        return await self.wait_for(P.Warm, limit_s)
-
     async def _recv_own(self) -> P.Message:
         while True:
             msg = await self._recv()

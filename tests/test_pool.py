@@ -9,7 +9,7 @@ import anyio
 
 from skills.build import BuildConfig
 from skills.evaluate import EvalConfig, Slot, WarmPool, evaluate
-from skills.harness.protocol import TimingConfig
+from skills.harness.protocol import TimingConfig, Warm
 
 ROOT = Path(__file__).resolve().parent.parent
 RELU = ROOT / "problems/level1/01_relu.py"
@@ -107,11 +107,9 @@ class _FakeWorker:
     async def send(self, msg: object) -> None:
         self.sent.append(msg)
 
-    async def wait_warm(self, limit_s: float) -> bool:
-        await self.warm.wait()
-        return True
-
     async def wait_for(self, kind: type, limit_s: float) -> bool:
+        if kind is Warm:
+            await self.warm.wait()
         return True  # Started: at once
 
 

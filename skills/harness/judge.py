@@ -32,7 +32,7 @@ from skills.harness.exchange import (
     to_device,
 )
 from skills.harness.timing import Loop, Parts
-from skills.problem import ProblemError, Sizes, load_problem, shape_check_sizes
+from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
 from skills.results import OutputError, SetResult
 
 
@@ -75,10 +75,7 @@ class Judge:
         set_precision(self.precision)
         set_seed(start.seed, -1)
         self.init_inputs = list(self.loaded.get_init_inputs())
-        self.model = self.loaded.Model(*self.init_inputs)
-        self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-        self.model = self.model.to(self.device)
-        self.model64 = copy.deepcopy(self.model).double()
+        self.model, self.model64, self.state = self._models(self.loaded, self.init_inputs)
         self.exchange = Path(start.exchange_dir)
         self.refs: list[list[Reference]] = []
         self.sets: list[list[Any]] = []
@@ -86,9 +83,27 @@ class Judge:
         self.shape_sizes: Sizes | None = None
         self.parts = Parts()
 
+    def _models(self, loaded: LoadedProblem, init_inputs: list[Any]) -> tuple[Any, Any, dict[str, Any]]:
+        """Model(*init_inputs), initialised from torch's generator as the caller seeded it: on the
+        device, its fp64 copy, and its initial state dict (what the candidate loads)."""
+        model = loaded.Model(*init_inputs)
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model = model.to(self.device)
+        return model, copy.deepcopy(model).double(), state
+
+    def _write_init(self, name: str, init_inputs: list[Any], state: dict[str, Any]) -> None:
+        torch.save({"init_inputs": init_inputs, "state_dict": state}, self.exchange / name)
+
+    def _references(self, model: Any, model64: Any, inputs: list[Any]) -> list[Reference]:
+        """The outputs under the precision policy and in fp64."""
+        with torch.no_grad():
+            r = as_outputs(model(*inputs), "Model")
+            r64 = as_outputs(model64(*to_device(inputs, self.device, double=True)), "Model")
+        return [Reference(a.detach(), b.detach().double()) for a, b in zip(r, r64, strict=True)]
+
     def build(self) -> P.JudgeReady:
         """Draw every input set, compute references, write the weights for the candidate."""
-        torch.save({"init_inputs": self.init_inputs, "state_dict": self.state}, self.exchange / "init.pt")
+        self._write_init("init.pt", self.init_inputs, self.state)
         n_total = self.start.n_sets + self.start.n_canaries
         all_refs: list[list[Reference]] = []
         prints: list[list[float]] = []
@@ -97,11 +112,7 @@ class Judge:
             # milliseconds instead of the CPU's seconds (same distributions, different stream).
             dev_inputs = draw_inputs(self.loaded.get_inputs, P.derive_seed(self.start.seed, k), self.device)
             prints.append(fingerprint(dev_inputs))
-            with torch.no_grad():
-                r = as_outputs(self.model(*dev_inputs), "Model")
-                r64 = as_outputs(self.model64(*to_device(dev_inputs, self.device, double=True)), "Model")
-            all_refs.append([Reference(a.detach(), b.detach().double()) for a, b in zip(r, r64, strict=True)])
-            del r, r64
+            all_refs.append(self._references(self.model, self.model64, dev_inputs))
             if k < self.start.n_sets:
                 self.sets.append(dev_inputs)
         self.refs = all_refs
@@ -135,16 +146,10 @@ class Judge:
         model, model64 = self.model, self.model64
         if own:
             set_seed(self.start.seed, P.SHAPE_INIT_SEED)
-            model = shape.Model(*init_inputs)
-            torch.save({"init_inputs": init_inputs, "state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()}},
-                       self.exchange / "init_shape.pt")
-            model = model.to(self.device)
-            model64 = copy.deepcopy(model).double()
+            model, model64, state = self._models(shape, init_inputs)
+            self._write_init("init_shape.pt", init_inputs, state)
         inputs = draw_inputs(shape.get_inputs, P.derive_seed(self.start.seed, P.SHAPE_SET_SEED), self.device)
-        with torch.no_grad():
-            r = as_outputs(model(*inputs), "Model")
-            r64 = as_outputs(model64(*to_device(inputs, self.device, double=True)), "Model")
-        self.shape_refs = [Reference(a.detach(), b.detach().double()) for a, b in zip(r, r64, strict=True)]
+        self.shape_refs = self._references(model, model64, inputs)
         self.shape_sizes = sizes
         return fingerprint(inputs), own
 

@@ -186,7 +186,8 @@ class Loop:
     def warmup(self, order: Sequence[int]) -> float:
         """Untimed calls, indistinguishable from timed ones; returns the mean wall us per call of
         the later half (the first calls carry one-off costs: torch.compile, module loading).
-        Calibrates the lead before (so warm-up calls have one too) and after (at the warm clock)."""
+        Calibrates the lead before (so warm-up calls have one too), then corrects its cycle count
+        to how long it held the GPU in the later warm-up calls."""
         walls: list[float] = []
         leads: list[float] = []
         self.calibrate_lead()
