@@ -62,6 +62,7 @@ def cmd_solutions(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
         c = r.candidate
         rows.append([r.problem, r.reward, c.per_call_us.median if c else None,
                      c.caller_us.median if c and c.caller_us else None, c.kernel_us if c else None,
+                     c.window_us if c else None, c.between_us if c else None,
                      r.eager.per_call_us.median if r.eager else None,
                      r.compiled_baseline.per_call_us.median if r.compiled_baseline else None,
                      f"{sp['eager'].value:.2f} [{sp['eager'].low:.2f}]" if "eager" in sp else None,
@@ -69,7 +70,7 @@ def cmd_solutions(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                      100 * c.cv if c else None, ",".join(f.name for f in r.flags) or (r.error or "")[:60], wall])
         records.append(msgspec.to_builtins(r))
         write_result(args.out or "eval-solutions", {"results": records, "partial": True, "env": environment()})
-    print(table(["problem", "reward", "us/call", "caller us", "kernel us", "eager us", "compile us", "x eager [low]",
+    print(table(["problem", "reward", "us/call", "caller us", "kernel us", "marked us", "between us", "eager us", "compile us", "x eager [low]",
                  "x compile [low]", "cv %", "flags/error", "wall s"], rows))
     return {"results": records}
 
@@ -144,6 +145,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "after-no-l2-reset": {"pin_cpus": True, "work_buffers": 4, "reset_persisting_l2": False, "lead_us": 0.0},
     "lead": {},
     "lead+pool": {"pool": True},
+    "lead-no-marks": {"clock_marks": False},
 }
 TIMING_KEYS = ("work_buffers", "warmup_seconds", "reset_persisting_l2", "lead_us")
 
@@ -151,7 +153,8 @@ TIMING_KEYS = ("work_buffers", "warmup_seconds", "reset_persisting_l2", "lead_us
 def _variant(cfg: EvalConfig, name: str) -> EvalConfig:
     v = VARIANTS[name]
     timing = msgspec.structs.replace(cfg.timing, **{k: v[k] for k in TIMING_KEYS if k in v})
-    return msgspec.structs.replace(cfg, timing=timing, pin_cpus=v.get("pin_cpus", cfg.pin_cpus))
+    return msgspec.structs.replace(cfg, timing=timing, pin_cpus=v.get("pin_cpus", cfg.pin_cpus),
+                                   clock_marks=v.get("clock_marks", cfg.clock_marks))
 
 
 def _profile(problem: Path, ws: Path, cfg: EvalConfig, cache: JsonBaselineCache, pool: bool) -> EvalResult:
@@ -168,6 +171,27 @@ def _profile(problem: Path, ws: Path, cfg: EvalConfig, cache: JsonBaselineCache,
     return anyio.run(go)
 
 
+_LAST_SAMPLES: list[list[float]] = []
+
+
+def _keep_samples() -> None:
+    """Keep the raw per-call samples each evaluation times (the candidate's come first)."""
+    import skills.evaluate as ev
+
+    timing_result = ev._timing_result
+
+    def keep(samples: Any) -> Any:
+        _LAST_SAMPLES.append(list(samples.per_call_us))
+        return timing_result(samples)
+
+    ev._timing_result = keep
+
+
+def _quantiles(xs: list[float]) -> dict[str, float]:
+    s = sorted(xs)
+    return {q: s[min(len(s) - 1, int(f * len(s)))] for q, f in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9), ("p99", 0.99))} | {"max": s[-1]}
+
+
 def _cv(xs: list[float]) -> float:
     return statistics.pstdev(xs) / statistics.fmean(xs) if len(xs) > 1 else 0.0
 
@@ -179,6 +203,7 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
     `before`, confined (nice, off the timing cores) for the others."""
     problem, ws = _one(args)
     run(problem, ws, "profile", cfg, cache)
+    _keep_samples()
     result: dict[str, Any] = {"problem": str(problem), "variants": VARIANTS}
     rows = []
     names = [n for n in args.variants.split(",") if n]
@@ -191,17 +216,21 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                 got: dict[str, list[dict[str, Any]]] = {n: [] for n in group}
                 for i in range(args.runs):
                     for name in group:
+                        _LAST_SAMPLES.clear()
                         r = _profile(problem, ws, _variant(cfg, name), cache, bool(VARIANTS[name].get("pool")))
                         assert r.candidate is not None, r.error
+                        spread = _quantiles(_LAST_SAMPLES[0]) if _LAST_SAMPLES else {}
                         c = r.candidate
                         got[name].append({"median_us": c.per_call_us.median, "cv": c.cv,
                                           "caller_us": c.caller_us.median if c.caller_us else None,
-                                          "kernel_us": c.kernel_us, "lead_us": c.lead_us, "flags": [f.name for f in r.flags],
+                                          "kernel_us": c.kernel_us, "lead_us": c.lead_us, "window_us": c.window_us,
+                                          "spread_us": spread, "flags": [f.name for f in r.flags],
                                           "timing_s": r.stages.timing, "parts": r.stages.parts})
                         x = got[name][-1]
                         print(f"{label} / {name}: run {i + 1} median {x['median_us']:.2f} us (within-run cv"
                               f" {100 * c.cv:.2f}%), waiting caller {x['caller_us'] or 0:.2f} us, kernels"
-                              f" {x['kernel_us'] or 0:.2f} us, lead held {x['lead_us'] or 0:.1f} us, timing {r.stages.timing or 0:.2f} s"
+                              f" {x['kernel_us'] or 0:.2f} us, lead held {x['lead_us'] or 0:.1f} us, marked {x['window_us'] or 0:.1f} us, timing {r.stages.timing or 0:.2f} s"
+                              f" calls {' '.join(f'{k} {v:.0f}' for k, v in spread.items())}"
                               f"{' flags ' + ','.join(x['flags']) if x['flags'] else ''}", flush=True)
                         result[f"{label} / {name}"] = {"runs": got[name], "partial": True}
                         write_result(args.out or "eval-stability", {**result, "env": environment()})

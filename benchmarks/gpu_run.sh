@@ -87,5 +87,21 @@ fi
 if [ "$1" = compile ]; then
   step compile; TAIL=12 run 110 bench_compile.log python3 benchmarks/bench_compile.py --out compile-h200
 fi
+if [ "$1" = s5a ]; then  # session 5: the kernel-stamped marks (row 4): every GPU test (JUnit), the CUDA exploit table, stability with the marks
+  step marks; TAIL=6 run 60 pytest_marks.log python3 -m pytest -q -p no:cacheprovider tests/test_timing_checks.py
+  step pytest; TAIL=45 run 330 pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml tests/test_gpu_eval.py
+  step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
+  step stability; TAIL=8 run 150 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 10 --variants "lead" --loaded none --out eval-stability-h200
+fi
+if [ "$1" = s5b ]; then  # session 5: do the marks spread the calls? (interleaved, raw quantiles); the reworked lead test and the row-4 tests; the solutions table
+  step stability; TAIL=30 run 170 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 6 --variants "lead,lead-no-marks" --loaded none --out eval-stability-marks-h200
+  step pytest; TAIL=12 run 120 pytest_gpu_row4.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 100 tests/test_gpu_eval.py -k "lead_hides or fake_clock or moved_before"
+  step solutions; TAIL=20 run 290 bench_solutions.log python3 benchmarks/bench_eval.py solutions --out eval-solutions-h200
+fi
+if [ "$1" = s5c ]; then  # session 5: every GPU test once more after the lead test's rework (JUnit), the CUDA exploit table, latency with the judge's prepare yardstick
+  step pytest; TAIL=40 run 330 pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml tests/test_gpu_eval.py
+  step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
+  step latency; TAIL=14 run 120 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+fi
 step done
 tar czf "$OUT/results.tgz" benchmarks/results

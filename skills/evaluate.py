@@ -38,6 +38,7 @@ from skills.affinity import reserve_timing_cpus, timing_cpus
 from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.build import BuildConfig, BuildResult, build
 from skills.harness import protocol as P
+from skills.marks import Mark
 from skills.pids import PidsGroup
 from skills.pids import hierarchy as pids_hierarchy
 from skills.quota import DiskQuota
@@ -121,6 +122,9 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """On cuda, run each GPU's judge and candidate on two cores of their own that compilers keep
     off (skills/affinity.py; machines with 8 or more cores). Off by default: on the H200 it made
     the time per call no steadier between evaluations (README, Timing stability)."""
+    clock_marks: bool = True
+    """Candidate timed calls mark their start and end on a kernel-stamped socket that the parent
+    checks the reported times against (skills/marks.py; EXPLOITS row 4). Off only to measure it."""
     torch_extensions_dir: str | None = None
     """Where load_inline solutions build (shared cache); None gives each evaluation a fresh one."""
 
@@ -380,7 +384,7 @@ async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
         cand_env["KAGENT_CPUS"], env["KAGENT_CPUS"] = str(cores[0]), str(cores[1])
     judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce)
     cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
-                              log_chars=cfg.log_chars, run_as=scratch.run_as)
+                              log_chars=cfg.log_chars, run_as=scratch.run_as, marks=cfg.clock_marks)
     slot = Slot(scratch, judge, cand, nonce)
     if preinit:
         await slot.preinit()
@@ -529,19 +533,26 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     rng = random.Random(seed)
     fractions = [rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)]
     async with state.quiet():
+        await judge.send(P.PrepareRequest(nonce=nonce, timing=cfg.timing))
+        prepared = await judge.expect(P.PrepareReport, cfg.timeout_run_s, "timing the loop's own work")
         await cand.send(P.CandTime(nonce=nonce, sample_positions=ready.sample_positions,
                                    canary_seeds=[P.derive_seed(seed, cfg.n_sets + c) for c in range(cfg.n_canaries)],
                                    canary_fingerprints=ready.fingerprints[cfg.n_sets:],
                                    timing=cfg.timing, canary_fractions=fractions,
                                    profile_calls=cfg.profile_calls if device == "cuda" else 0))
-        timed = await cand.expect(P.CandTiming, cfg.timeout_timing_s, "timing")
+        timed, marks = await cand.expect_marked(P.CandTiming, cfg.timeout_timing_s, "timing")
     state.times.parts |= {f"candidate {k}": v for k, v in timed.seconds.items()}
     await cand.close()  # free its memory and the GPU before baselines run
     state.times.timing = time.perf_counter() - t
     state.candidate = _timing_result(timed.samples)
+    seen = mark_windows(marks, len(timed.samples.per_call_us)) if marks else None
+    if seen is not None:
+        state.candidate.window_us = statistics.median(seen[0])
+        state.candidate.between_us = statistics.median(seen[1]) if seen[1] else None
     state.flags += (timed.flags + spot_check(timed, ready, cfg.n_sets) + sync_check(timed.samples)
                     + floor_check(state.candidate, ready.read_bytes, cfg) + canary_time_check(timed, cfg.n_sets)
-                    + order_check(timed, cfg.n_sets, fractions))
+                    + order_check(timed, cfg.n_sets, fractions)
+                    + clock_check(timed.samples, marks, cfg.timing.lead_us if device == "cuda" else 0.0, prepared.prepare_us))
 
     t = time.perf_counter()
     state.stage = "baseline"
@@ -764,6 +775,59 @@ def floor_check(cand: TimingResult, read_bytes: int, cfg: EvalConfig) -> list[Fl
     return [Flag(name="implausible_timing",
                  detail=f"measured {cand.per_call_us.median:.3g} us per call, but reading its {read_bytes} input"
                         f" bytes takes at least {floor_us:.3g} us at {gbs:.0f} GB/s: the clock was tampered with")]
+
+
+CLOCK_SLACK_US = 50.0
+"""What the parent's window of a timed call may exceed the reported time by, besides the lead and
+CLOCK_SLACK_FRACTION of the window: the Python around the clock reads and the marks' sends."""
+CLOCK_SLACK_FRACTION = 0.1
+GAP_SLACK_US = 200.0
+"""What the time between two timed calls may exceed 1.5x the judge's own time for the loop's work
+between calls (copy the inputs in, flush, sync) by: the spot-check gather and the loop's Python."""
+
+
+def mark_windows(marks: list[Mark], n: int) -> tuple[list[float], list[float]] | None:
+    """Per timed call, its marks' window (us), and the time between consecutive calls (us);
+    None when a call lacks either mark or ends before it starts."""
+    starts: dict[int, int] = {}
+    ends: dict[int, int] = {}
+    for call, end, t in marks:
+        (ends if end else starts).setdefault(call, t)
+    if not all(i in starts and i in ends and starts[i] <= ends[i] for i in range(n)):
+        return None
+    return ([(ends[i] - starts[i]) / 1e3 for i in range(n)], [(starts[i + 1] - ends[i]) / 1e3 for i in range(n - 1)])
+
+
+def clock_check(samples: P.Samples, marks: list[Mark] | None, lead_us: float, prepare_us: list[float]) -> list[Flag]:
+    """Row 4: the candidate reads its clock in its own process, where code that got past the static
+    checks can replace it. Each timed call marks its start and end on a socket the kernel stamps
+    (skills/marks.py): on the median call the reported (judged) time may fall short of that window
+    only by the lead (cuda: it runs inside the window, before the start event; at most 1.1x its
+    setting), CLOCK_SLACK_US and CLOCK_SLACK_FRACTION of the window. And work moved out of the
+    windows, between the calls, shows against the judge's time for the loop's own work there."""
+    n = len(samples.per_call_us)
+    if marks is None or n == 0:
+        return []
+    seen = mark_windows(marks, n)
+    if seen is None:
+        both = len({c for c, e, _ in marks if e} & {c for c, e, _ in marks if not e} & set(range(n)))
+        return [Flag(name="harness_tampering", detail=f"the evaluator's own clock saw {both} of the {n} timed calls"
+                     " start and end in order (the harness in the candidate's process was changed)")]
+    windows, gaps = seen
+    window = statistics.median(windows)
+    excess = statistics.median(w - e for w, e in zip(windows, samples.per_call_us, strict=True))
+    allowed = 1.1 * lead_us + CLOCK_SLACK_US + CLOCK_SLACK_FRACTION * window
+    if excess > allowed:
+        return [Flag(name="timer_tampering", detail=(
+            f"the evaluator's clock saw the median timed call take {window:.0f} us, but the candidate's process"
+            f" reported {window - excess:.0f} us (more than {allowed:.0f} us less): its clock was tampered with"))]
+    if gaps and prepare_us:
+        gap, own = statistics.median(gaps), statistics.median(prepare_us)
+        if gap > 1.5 * own + GAP_SLACK_US:
+            return [Flag(name="timer_tampering", detail=(
+                f"{gap:.0f} us passed between timed calls (median), where the loop's own work takes {own:.0f} us:"
+                " work was moved out of the timed calls"))]
+    return []
 
 
 def unsynchronized_work(samples: P.Samples) -> float:

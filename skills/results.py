@@ -108,6 +108,13 @@ class TimingResult(msgspec.Struct):
     GPU, launch latency included); reported beside per_call_us, not judged."""
     lead_us: float | None = None
     """cuda: median time the lead held the GPU before a timed call (TimingConfig.lead_us)."""
+    window_us: float | None = None
+    """Candidate only: median time from a timed call's start mark to its end mark on the kernel's
+    stamps, a clock outside the candidate's process (skills/marks.py); on cuda it includes the
+    lead. The judged time must fit inside it (EXPLOITS row 4)."""
+    between_us: float | None = None
+    """Candidate only: median time between one timed call's end mark and the next one's start
+    (the loop's own work: copying the inputs in, the cache flush, the sync)."""
 
 
 class Speedup(msgspec.Struct):

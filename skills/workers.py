@@ -17,6 +17,8 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from skills.harness import protocol as P
+from skills.marks import ENV as MARK_ENV
+from skills.marks import Mark, MarkSocket
 from skills.results import Flag
 from skills.sandbox import process_ids
 
@@ -58,14 +60,30 @@ class Worker:
         self.stderr = bytearray()
         self.stderr_done = anyio.Event()
         self.closed = False
+        self.marks: MarkSocket | None = None
 
     @classmethod
     async def start(cls, name: str, cmd: list[str], env: dict[str, str], nonce: str, *,
-                    cwd: str | None = None, log_chars: int = 4000, run_as: int | None = None) -> Worker:
-        proc = await anyio.open_process(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env=env, cwd=cwd, start_new_session=True,
-                                        **process_ids(run_as))  # type: ignore[arg-type]
-        return cls(name, proc, nonce, log_chars)
+                    cwd: str | None = None, log_chars: int = 4000, run_as: int | None = None,
+                    marks: bool = False) -> Worker:
+        """marks: give the worker a timing-marks socket (skills/marks.py; the candidate)."""
+        sock = MarkSocket() if marks else None
+        if sock is not None:
+            env = env | {MARK_ENV: str(sock.child_fd)}
+        try:
+            proc = await anyio.open_process(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            env=env, cwd=cwd, start_new_session=True,
+                                            pass_fds=() if sock is None else (sock.child_fd,),
+                                            **process_ids(run_as))  # type: ignore[arg-type]
+        except BaseException:
+            if sock is not None:
+                sock.close()
+            raise
+        worker = cls(name, proc, nonce, log_chars)
+        if sock is not None:
+            sock.started()
+            worker.marks = sock
+        return worker
 
     async def drain_stderr(self) -> None:
         """Run for the worker's life: keep the tail of stderr so a chatty candidate never blocks."""
@@ -113,6 +131,25 @@ class Worker:
             raise WorkerFailed(f"the {self.name} sent {type(msg).__name__} while {what}")
         return msg
 
+    async def expect_marked(self, kind: type[T], limit_s: float, what: str) -> tuple[T, list[Mark] | None]:
+        """expect(), collecting the timing marks the worker sends meanwhile (None: it has no socket)."""
+        marks = self.marks
+        if marks is None:
+            return await self.expect(kind, limit_s, what), None
+        marks.begin()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(marks.collect)
+                try:
+                    msg = await self.expect(kind, limit_s, what)
+                finally:
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # collect() never raises: the one error is expect()'s
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+        return msg, marks.end()
+
     async def wait_for(self, kind: type[P.Message], limit_s: float) -> bool:
         """Until the worker sends a frame of this kind (Started, Warm: before any job, no nonce);
         False if it did not in time or died (the evaluation that takes the slot then reports what
@@ -129,9 +166,9 @@ class Worker:
     async def _recv_own(self) -> P.Message:
         while True:
             msg = await self._recv()
-            if getattr(msg, "nonce", None) == self.nonce:
-                return msg
-            # A frame without our nonce was forged by candidate code: ignore it.
+            if getattr(msg, "nonce", None) != self.nonce:
+                continue  # forged by candidate code: ignore it
+            return msg
 
     async def _died(self, when: str) -> WorkerFailed:
         with anyio.move_on_after(5):
@@ -144,6 +181,8 @@ class Worker:
         return WorkerFailed(f"the {self.name} process died ({_signal_name(code)}) {when}{detail}")
 
     async def kill(self) -> None:
+        if self.marks is not None:
+            self.marks.close()
         if self.proc.returncode is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)

@@ -13,6 +13,38 @@ PROBLEMS = PROJECT_ROOT / "problems"
 
 MakeWs = Callable[..., Path]
 
+SYS_MODULES = 'getattr(getattr(os.path, "sys"), "modules")'
+"""sys.modules from model_new.py without `import sys`: os.path is posixpath, which imported sys
+(the static checks flag this route; tests of the defences behind them turn those checks off)."""
+
+
+def moved_work_patch(after_work: str = "") -> str:
+    """model_new.py header (row 4): wraps the harness's Loop.call, reached through getattr, so each
+    timed call's work runs before the call's start mark (then `after_work`, e.g. a sync), and the
+    timed call itself returns the stored answer."""
+    then = f"\n        {after_work}" if after_work else ""
+    return f"""import os
+
+_timing = {SYS_MODULES}["skills.harness.timing"]
+_call = _timing.Loop.call
+
+
+def _moved(self, set_index, fn=None, *, tick=None, **kwargs):
+    if tick is None:
+        return _call(self, set_index, fn, tick=tick, **kwargs)
+    real = self.fn if fn is None else fn
+    box = []
+
+    def early():
+        box.append(real(*self.work))  # the call's work, before its start mark{then}
+        tick()
+
+    return _call(self, set_index, lambda *args: box[0], tick=early, **kwargs)
+
+
+_timing.Loop.call = _moved
+"""
+
 
 @pytest.fixture(scope="session")
 def build_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

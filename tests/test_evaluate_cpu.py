@@ -7,6 +7,7 @@ Timing on a shared 2-core box is noisy, so no case asserts a speed outcome.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -153,7 +154,8 @@ def test_fair_relu_final(new_workspace: MakeWs, build_cache_dir: Path) -> None:
     assert r.flags == []
     assert r.problem == "level1/01_relu" and r.backend == "cpu" and r.precision == "fp32"
     assert r.build is not None and r.build.ok and r.build.flavour == "c_abi"
-    assert len(r.sets) == 3 and all(s.ok for s in r.sets)
+    # 3 input sets, then the shape check's set at the problem's CHECK_SIZES
+    assert len(r.sets) == 4 and r.sets[-1].sizes == "check" and all(s.ok for s in r.sets)
     assert all(o.max_abs_err == 0.0 for s in r.sets for o in s.outputs)  # relu is exact
     assert r.reward is not None and r.reward >= 1.0
     assert r.reward_fn == "milestone"
@@ -240,7 +242,7 @@ def test_wrong_output_shape(new_workspace: MakeWs, build_cache_dir: Path) -> Non
     r = run_eval(RELU, ws, build_cache_dir, mode="final")
     assert r.error is None and r.stage == "done" and not r.correct
     assert r.reward == -1.0
-    assert len(r.sets) == 3 and not any(s.ok for s in r.sets)
+    assert len(r.sets) == 4 and not any(s.ok for s in r.sets)
     out = r.sets[0].outputs[0]
     assert out.shape == [256] and out.max_abs_err is None
     assert "has shape [256], expected [256, 1024]" in out.message
@@ -264,7 +266,7 @@ def test_nan_outputs(new_workspace: MakeWs, build_cache_dir: Path) -> None:
     assert r.error is None and r.stage == "done" and not r.correct
     for s in r.sets:
         out = s.outputs[0]
-        assert not s.ok and out.bad_elements == 256 * 1024
+        assert not s.ok and out.bad_elements == math.prod(out.shape)
         assert "outside the error budget" in out.message and "got nan" in out.message
 
 

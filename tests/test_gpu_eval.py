@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from conftest import moved_work_patch
 
 from skills.baselines import JsonBaselineCache
 from skills.build import BuildConfig
@@ -130,19 +131,22 @@ def test_fair_swish_fixture_passes(tmp_path: Path) -> None:
 
 def test_lead_hides_at_most_its_length(tmp_path: Path) -> None:
     """A launch-bound forward (the kernel, then 300 more launches from Python) keeps its host
-    time in the judged time: the lead queued ahead of each call hides at most lead_us of it, so
-    the waiting caller's time exceeds the judged one by no more than the lead (plus one launch)."""
+    time in the judged time: the lead queued ahead of each call hides at most lead_us of it. The
+    yardstick is the wall time of the same calls on the kernel-stamped marks (window_us): it may
+    exceed the judged time by the lead and a little more. (The waiting caller's time, from 50 other
+    calls after the loop, is not the yardstick: for this forward it ran 520 and 746 us above the
+    judged time in two of three H200 runs, its host launch path slower in those calls.)"""
     cu = FAIR_SWISH + "KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) { k<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
     fwd = SWISH_FWD.replace("return y", "for _ in range(300):\n    ops.swish(x, y, 1)\nreturn y")
     r = _eval(SWISH, _ws(tmp_path, cu, fwd), tmp_path, mode="profile")
     assert r.correct and not r.flags, (r.error, r.flags)
     c = r.candidate
-    assert c is not None and c.caller_us is not None
+    assert c is not None and c.caller_us is not None and c.window_us is not None
     lead = TimingConfig().lead_us
     # The spin counts cycles; the warm-up corrects it to the clock between these calls.
     assert c.lead_us is not None and 0.5 * lead <= c.lead_us <= 2 * lead, c.lead_us
-    hidden = c.caller_us.median - c.per_call_us.median
-    assert hidden < c.lead_us + 0.1 * c.caller_us.median, (hidden, c.lead_us, c.caller_us, c.per_call_us)
+    hidden = c.window_us - c.per_call_us.median
+    assert hidden < c.lead_us + 50.0 + 0.05 * c.window_us, (hidden, c.lead_us, c.window_us, c.per_call_us, c.caller_us)
     fair = _eval(SWISH, _ws(tmp_path / "fair", cu, SWISH_FWD), tmp_path / "fair", mode="profile")
     assert fair.candidate is not None
     # 300 launches through Python take far longer than the lead: they must show.
@@ -238,3 +242,45 @@ def test_l2_persistence_runtime_reset_keeps_timing_honest(tmp_path: Path) -> Non
     assert fair.candidate is not None and cheat.candidate is not None
     f_us, c_us = fair.candidate.per_call_us.median, cheat.candidate.per_call_us.median
     assert c_us >= 0.9 * f_us, (c_us, f_us)
+
+
+# Row 4 behind the static checks (static_checks=False): the harness's clock in the candidate's
+# process replaced through getattr (os.path's sys), as in tests/test_exploits_cpu.py.
+_TIMING_MODULE = 'getattr(getattr(os.path, "sys"), "modules")["skills.harness.timing"]'
+FAKE_CLOCK_HEADER = f"""import os
+
+_timing = {_TIMING_MODULE}
+_defaults = getattr(getattr(_timing.Loop, "call"), "__kwdefaults__")
+_defaults["_elapsed_ms"] = lambda a, b: 0.01  # every event pair "measures" 10 us
+_ticks = iter(range(0, 2**62, 10_000))
+_defaults["_perf"] = lambda: next(_ticks)  # and so does the wall clock
+"""
+MOVED_WORK_HEADER = moved_work_patch("torch.cuda.synchronize()")
+SWISH_EXPORT = "KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) { k<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
+SLOW_SWISH_FWD = "y = torch.empty_like(x)\nfor _ in range(40):\n    ops.swish(x, y, x.numel())\nreturn y"
+
+
+def _with_header(ws: Path, header: str) -> Path:
+    path = ws / "model_new.py"
+    path.write_text(header + "\n" + path.read_text())
+    return ws
+
+
+def test_fake_clock_in_the_candidate_is_flagged(tmp_path: Path) -> None:
+    """The events and the wall clock in the candidate's process both say 10 us per call; the
+    kernel-stamped marks around each call saw the real time (skills/marks.py, clock_check)."""
+    ws = _with_header(_ws(tmp_path, FAIR_SWISH + SWISH_EXPORT, SWISH_FWD), FAKE_CLOCK_HEADER)
+    r = _eval(SWISH, ws, tmp_path, static_checks=False)
+    assert r.correct and "timer_tampering" in {f.name for f in r.flags}, (r.error, r.flags)
+    assert r.reward == -1.0
+
+
+def test_work_moved_before_the_start_mark_is_flagged(tmp_path: Path) -> None:
+    """Each call's work (40 swish passes) runs, synchronised, before the call's start mark; the timed
+    call returns the stored answer. The time between calls then exceeds the judge's own time for
+    the loop's work there. The same forward without the patch passes."""
+    cu = FAIR_SWISH + SWISH_EXPORT
+    r = _eval(SWISH, _with_header(_ws(tmp_path, cu, SLOW_SWISH_FWD), MOVED_WORK_HEADER), tmp_path, static_checks=False)
+    assert r.correct and "timer_tampering" in {f.name for f in r.flags}, (r.error, r.flags)
+    fair = _eval(SWISH, _ws(tmp_path / "fair", cu, SLOW_SWISH_FWD), tmp_path / "fair")
+    assert fair.correct and not fair.flags and fair.reward is not None and fair.reward >= 0.0, (fair.error, fair.flags)

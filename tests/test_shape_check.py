@@ -37,6 +37,16 @@ def _with_check_sizes(src: Path, dest_dir: Path, check: str) -> Path:
     return dest
 
 
+def _without_check_sizes(src: Path, dest_dir: Path) -> Path:
+    """A copy of a bundled problem with its CHECK_SIZES line taken out (every bundled one has one)."""
+    dest = dest_dir / "plain" / src.parent.name / src.name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    lines = src.read_text().splitlines(keepends=True)
+    assert any(line.startswith("CHECK_SIZES = ") for line in lines), src
+    dest.write_text("".join(line for line in lines if not line.startswith("CHECK_SIZES = ")))
+    return dest
+
+
 def _eval(problem: Path, ws: Path, tmp: Path, **kw: object) -> EvalResult:
     cfg = EvalConfig(backend="cpu", baselines=["eager"], build=BuildConfig(backend="cpu", cache_dir=str(tmp / "build")),
                      timing=TimingConfig(target_seconds=0.05, min_calls=10, max_calls=40), **kw)  # type: ignore[arg-type]
@@ -46,7 +56,9 @@ def _eval(problem: Path, ws: Path, tmp: Path, **kw: object) -> EvalResult:
 def test_shape_check_sizes_follow_the_regime(tmp_path: Path) -> None:
     relu = PROBLEMS / "level1/01_relu.py"
     assert shape_check_sizes(load_problem(relu)) == "small"  # on the GPU: the small sizes
-    assert shape_check_sizes(load_problem(relu, sizes="small")) is None  # no CHECK_SIZES
+    assert shape_check_sizes(load_problem(relu, sizes="small")) == "check"  # its CHECK_SIZES
+    plain = _without_check_sizes(relu, tmp_path)
+    assert shape_check_sizes(load_problem(plain, sizes="small")) is None
     checked = _with_check_sizes(relu, tmp_path, '{"M": 96, "N": 300}')
     loaded = load_problem(checked, sizes="check")
     assert loaded.get_inputs()[0].shape == (96, 300)
@@ -74,8 +86,11 @@ def test_hard_coded_shape_fails_the_shape_check(tmp_path: Path) -> None:
     assert not r.correct  # (test mode grades no reward; a final evaluation would give -1)
     assert "shape check" in format_result(r)
     # Without CHECK_SIZES the same kernel passes at the small sizes: the check is what catches it.
-    r = _eval(PROBLEMS / "level1/01_relu.py", ws, tmp_path)
+    r = _eval(_without_check_sizes(PROBLEMS / "level1/01_relu.py", tmp_path), ws, tmp_path)
     assert r.correct and all(s.sizes is None for s in r.sets)
+    # The bundled problem declares CHECK_SIZES of its own (each size at 5/4): caught as well.
+    r = _eval(PROBLEMS / "level1/01_relu.py", ws, tmp_path)
+    assert not r.correct and [s.sizes for s in r.sets if not s.ok] == ["check"], [(s.sizes, s.ok) for s in r.sets]
     r = _eval(problem, ws, tmp_path, shape_check=False)
     assert r.correct
 

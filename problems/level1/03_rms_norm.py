@@ -27,3 +27,4 @@ def get_init_inputs():
 
 
 SMALL_SIZES = {"BATCH": 256, "DIM": 1024}
+CHECK_SIZES = {"BATCH": 320, "DIM": 1280}

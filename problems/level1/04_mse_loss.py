@@ -24,3 +24,4 @@ def get_init_inputs():
 
 
 SMALL_SIZES = {"M": 256, "N": 1024}
+CHECK_SIZES = {"M": 320, "N": 1280}

@@ -24,3 +24,4 @@ def get_init_inputs():
 
 
 SMALL_SIZES = {"BATCH": 128, "LENGTH": 2048}
+CHECK_SIZES = {"BATCH": 160, "LENGTH": 2560}

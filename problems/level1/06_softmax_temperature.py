@@ -26,3 +26,4 @@ def get_init_inputs():
 
 
 SMALL_SIZES = {"BATCH": 256, "DIM": 512}
+CHECK_SIZES = {"BATCH": 320, "DIM": 640}

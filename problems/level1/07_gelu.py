@@ -16,6 +16,7 @@ class Model(nn.Module):
 batch_size = 8192
 dim = 8192
 SMALL_SIZES = {"batch_size": 2048, "dim": 2048}
+CHECK_SIZES = {"batch_size": 2560, "dim": 2560}
 
 
 def get_inputs():

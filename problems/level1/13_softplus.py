@@ -20,6 +20,7 @@ dim = 8192
 beta = 2.0
 threshold = 10.0
 SMALL_SIZES = {"batch_size": 2048, "dim": 2048}
+CHECK_SIZES = {"batch_size": 2560, "dim": 2560}
 
 
 def get_inputs():

@@ -18,6 +18,7 @@ channels = 64
 height = 128
 width = 128
 SMALL_SIZES = {"batch_size": 16, "channels": 16, "height": 128, "width": 128}
+CHECK_SIZES = {"batch_size": 20, "channels": 20, "height": 160, "width": 160}
 
 
 def get_inputs():

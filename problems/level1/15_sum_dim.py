@@ -19,6 +19,7 @@ dim1 = 1024
 dim2 = 1024
 reduce_dim = 1
 SMALL_SIZES = {"batch_size": 16, "dim1": 512, "dim2": 512}
+CHECK_SIZES = {"batch_size": 20, "dim1": 640, "dim2": 640}
 
 
 def get_inputs():

@@ -19,6 +19,7 @@ dim1 = 512
 dim2 = 1024
 reduce_dim = 2
 SMALL_SIZES = {"batch_size": 16, "dim1": 256, "dim2": 1024}
+CHECK_SIZES = {"batch_size": 20, "dim1": 320, "dim2": 1280}
 
 
 def get_inputs():

@@ -19,6 +19,7 @@ dim1 = 128
 dim2 = 1024
 reduce_dim = 0
 SMALL_SIZES = {"dim0": 64, "dim1": 64, "dim2": 256}
+CHECK_SIZES = {"dim0": 80, "dim1": 80, "dim2": 320}
 
 
 def get_inputs():

@@ -19,6 +19,7 @@ dim1 = 4096
 dim2 = 256
 reduce_dim = 1
 SMALL_SIZES = {"batch_size": 16, "dim1": 1024, "dim2": 256}
+CHECK_SIZES = {"batch_size": 20, "dim1": 1280, "dim2": 320}
 
 
 def get_inputs():

@@ -19,6 +19,7 @@ dim1 = 32
 dim2 = 32768
 reduce_dim = 1
 SMALL_SIZES = {"batch_size": 16, "dim2": 8192}
+CHECK_SIZES = {"batch_size": 20, "dim2": 10240}
 
 
 def get_inputs():

@@ -18,6 +18,7 @@ batch_size = 262144
 dim = 256
 softmax_dim = 1
 SMALL_SIZES = {"batch_size": 16384}
+CHECK_SIZES = {"batch_size": 20480}
 
 
 def get_inputs():

@@ -18,6 +18,7 @@ batch_size = 4096
 dim = 16384
 softmax_dim = 1
 SMALL_SIZES = {"batch_size": 512, "dim": 8192}
+CHECK_SIZES = {"batch_size": 640, "dim": 10240}
 
 
 def get_inputs():

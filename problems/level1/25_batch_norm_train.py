@@ -19,6 +19,7 @@ features = 64
 height = 256
 width = 256
 SMALL_SIZES = {"batch_size": 8, "features": 32, "height": 128, "width": 128}
+CHECK_SIZES = {"batch_size": 10, "features": 40, "height": 160, "width": 160}
 
 
 def get_inputs():

@@ -15,6 +15,7 @@ class Model(nn.Module):
 
 N = 4096
 SMALL_SIZES = {"N": 512}
+CHECK_SIZES = {"N": 640}
 
 
 def get_inputs():

@@ -17,6 +17,7 @@ M = 65536
 K = 1024
 N = 256
 SMALL_SIZES = {"M": 16384, "K": 128, "N": 64}
+CHECK_SIZES = {"M": 20480, "K": 160, "N": 80}
 
 
 def get_inputs():

@@ -18,6 +18,7 @@ m = 512
 k = 1024
 n = 512
 SMALL_SIZES = {"batch_size": 16, "m": 128, "k": 256, "n": 128}
+CHECK_SIZES = {"batch_size": 20, "m": 160, "k": 320, "n": 160}
 
 
 def get_inputs():

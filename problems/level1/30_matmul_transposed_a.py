@@ -17,6 +17,7 @@ M = 2048
 K = 8192
 N = 2048
 SMALL_SIZES = {"M": 256, "K": 2048, "N": 256}
+CHECK_SIZES = {"M": 320, "K": 2560, "N": 320}
 
 
 def get_inputs():

@@ -17,6 +17,7 @@ M = 4096
 K = 2048
 N = 4096
 SMALL_SIZES = {"M": 512, "K": 256, "N": 512}
+CHECK_SIZES = {"M": 640, "K": 320, "N": 640}
 
 
 def get_inputs():

@@ -16,6 +16,7 @@ class Model(nn.Module):
 M = 16384
 K = 8192
 SMALL_SIZES = {"M": 4096, "K": 1024}
+CHECK_SIZES = {"M": 5120, "K": 1280}
 
 
 def get_inputs():

@@ -18,6 +18,7 @@ K = 4096
 N = 4096
 PRECISION = "tf32"
 SMALL_SIZES = {"M": 512, "K": 512, "N": 512}
+CHECK_SIZES = {"M": 640, "K": 640, "N": 640}
 
 
 def get_inputs():

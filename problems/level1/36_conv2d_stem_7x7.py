@@ -20,6 +20,7 @@ out_channels = 64
 height = 224
 width = 224
 SMALL_SIZES = {"batch_size": 4, "out_channels": 32, "height": 128, "width": 128}
+CHECK_SIZES = {"batch_size": 5, "out_channels": 40, "height": 160, "width": 160}
 
 
 def get_inputs():

@@ -22,6 +22,7 @@ kernel_size = 3
 stride = 2
 padding = 1
 SMALL_SIZES = {"batch_size": 4, "channels": 16, "height": 128, "width": 128}
+CHECK_SIZES = {"batch_size": 5, "channels": 20, "height": 160, "width": 160}
 
 
 def get_inputs():

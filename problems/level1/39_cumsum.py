@@ -18,6 +18,7 @@ batch_size = 8192
 dim = 8192
 scan_dim = 1
 SMALL_SIZES = {"batch_size": 1024, "dim": 2048}
+CHECK_SIZES = {"batch_size": 1280, "dim": 2560}
 
 
 def get_inputs():

@@ -26,3 +26,4 @@ def get_init_inputs():
 
 
 SMALL_SIZES = {"BATCH": 256, "HIDDEN": 512}
+CHECK_SIZES = {"BATCH": 320, "HIDDEN": 640}

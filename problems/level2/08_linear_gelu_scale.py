@@ -20,6 +20,7 @@ in_features = 2048
 out_features = 4096
 scale_factor = 2.0
 SMALL_SIZES = {"batch_size": 256, "in_features": 512, "out_features": 512}
+CHECK_SIZES = {"batch_size": 320, "in_features": 640, "out_features": 640}
 
 
 def get_inputs():

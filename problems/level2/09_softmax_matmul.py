@@ -17,6 +17,7 @@ batch_size = 32
 seq_len = 1024
 head_dim = 256
 SMALL_SIZES = {"batch_size": 4, "seq_len": 256, "head_dim": 64}
+CHECK_SIZES = {"batch_size": 5, "seq_len": 320}
 
 
 def get_inputs():

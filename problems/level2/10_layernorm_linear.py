@@ -19,6 +19,7 @@ batch_size = 8192
 in_features = 2048
 out_features = 2048
 SMALL_SIZES = {"batch_size": 256, "in_features": 512, "out_features": 512}
+CHECK_SIZES = {"batch_size": 320, "in_features": 640, "out_features": 640}
 
 
 def get_inputs():

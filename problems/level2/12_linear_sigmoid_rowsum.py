@@ -18,6 +18,7 @@ batch_size = 4096
 in_features = 4096
 out_features = 1024
 SMALL_SIZES = {"batch_size": 256, "in_features": 512, "out_features": 512}
+CHECK_SIZES = {"batch_size": 320, "in_features": 640, "out_features": 640}
 
 
 def get_inputs():

@@ -21,6 +21,7 @@ out_channels = 32
 height = 128
 width = 128
 SMALL_SIZES = {"batch_size": 4, "in_channels": 32, "out_channels": 16, "height": 32, "width": 32}
+CHECK_SIZES = {"batch_size": 5, "in_channels": 40, "out_channels": 20, "height": 40, "width": 40}
 
 
 def get_inputs():

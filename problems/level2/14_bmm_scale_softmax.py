@@ -20,6 +20,7 @@ num_queries = 2048
 num_keys = 256
 head_dim = 128
 SMALL_SIZES = {"batch_size": 4, "num_queries": 512, "head_dim": 64}
+CHECK_SIZES = {"batch_size": 5, "num_queries": 640}
 
 
 def get_inputs():

@@ -18,6 +18,7 @@ class Model(nn.Module):
 batch_size = 8192
 dim = 2048
 SMALL_SIZES = {"batch_size": 256, "dim": 512}
+CHECK_SIZES = {"batch_size": 320, "dim": 640}
 
 
 def get_inputs():

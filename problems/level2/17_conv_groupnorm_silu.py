@@ -22,6 +22,7 @@ num_groups = 8
 height = 128
 width = 128
 SMALL_SIZES = {"batch_size": 4, "in_channels": 16, "out_channels": 32, "height": 64, "width": 64}
+CHECK_SIZES = {"batch_size": 5, "in_channels": 20, "out_channels": 40, "height": 80, "width": 80}
 
 
 def get_inputs():

@@ -19,6 +19,7 @@ channels = 128
 height = 128
 width = 128
 SMALL_SIZES = {"batch_size": 4, "channels": 64, "height": 64, "width": 64}
+CHECK_SIZES = {"batch_size": 5, "channels": 80, "height": 80, "width": 80}
 
 
 def get_inputs():

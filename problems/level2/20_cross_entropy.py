@@ -16,6 +16,7 @@ class Model(nn.Module):
 batch_size = 8192
 num_classes = 16384
 SMALL_SIZES = {"batch_size": 1024, "num_classes": 4096}
+CHECK_SIZES = {"batch_size": 1280, "num_classes": 5120}
 
 
 def get_inputs():

@@ -19,6 +19,7 @@ class Model(nn.Module):
 batch_size = 16384
 dim = 4096
 SMALL_SIZES = {"batch_size": 2048, "dim": 1024}
+CHECK_SIZES = {"batch_size": 2560, "dim": 1280}
 
 
 def get_inputs():

@@ -21,6 +21,7 @@ height = 256
 width = 256
 scale = 1.5
 SMALL_SIZES = {"batch_size": 8, "channels": 32, "height": 128, "width": 128}
+CHECK_SIZES = {"batch_size": 10, "channels": 40, "height": 160, "width": 160}
 
 
 def get_inputs():

@@ -22,6 +22,7 @@ seq_len = 1024
 dim = 1024
 vocab_size = 32000
 SMALL_SIZES = {"batch_size": 8, "seq_len": 256, "dim": 512, "vocab_size": 4000}
+CHECK_SIZES = {"batch_size": 10, "seq_len": 320, "dim": 640, "vocab_size": 5000}
 
 
 def get_inputs():

@@ -30,3 +30,4 @@ def get_init_inputs():
 
 
 SMALL_SIZES = {"SEQ_LEN": 4, "BATCH": 8}
+CHECK_SIZES = {"SEQ_LEN": 5, "BATCH": 10}

@@ -29,3 +29,4 @@ def get_init_inputs():
 
 
 SMALL_SIZES = {"BATCH": 16, "DIM": 128, "HIDDEN": 512}
+CHECK_SIZES = {"BATCH": 20, "DIM": 160, "HIDDEN": 640}

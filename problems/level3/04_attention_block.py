@@ -28,6 +28,7 @@ seq_len = 1024
 dim = 1024
 n_heads = 16
 SMALL_SIZES = {"batch_size": 2, "seq_len": 128, "dim": 256, "n_heads": 4}
+CHECK_SIZES = {"batch_size": 3, "seq_len": 160, "dim": 320}
 
 
 def get_inputs():

@@ -44,6 +44,7 @@ dim = 1024
 n_heads = 16
 mlp_ratio = 4
 SMALL_SIZES = {"batch_size": 2, "seq_len": 128, "dim": 128, "n_heads": 4}
+CHECK_SIZES = {"batch_size": 3, "seq_len": 160, "dim": 160}
 
 
 def get_inputs():

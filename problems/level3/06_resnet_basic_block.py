@@ -24,6 +24,7 @@ channels = 64
 height = 56
 width = 56
 SMALL_SIZES = {"batch_size": 4, "channels": 16, "height": 32, "width": 32}
+CHECK_SIZES = {"batch_size": 5, "channels": 20, "height": 40, "width": 40}
 
 
 def get_inputs():

@@ -23,6 +23,7 @@ class Model(nn.Module):
 batch_size = 512
 num_classes = 10
 SMALL_SIZES = {"batch_size": 8}
+CHECK_SIZES = {"batch_size": 10}
 
 
 def get_inputs():

@@ -35,6 +35,7 @@ batch_size = 64
 image_size = 64
 num_classes = 100
 SMALL_SIZES = {"batch_size": 2, "image_size": 16}
+CHECK_SIZES = {"batch_size": 3, "image_size": 20}
 
 
 def get_inputs():

@@ -24,6 +24,7 @@ out_channels = 256
 height = 112
 width = 112
 SMALL_SIZES = {"batch_size": 4, "in_channels": 32, "out_channels": 64, "height": 32, "width": 32}
+CHECK_SIZES = {"batch_size": 5, "in_channels": 40, "out_channels": 80, "height": 40, "width": 40}
 
 
 def get_inputs():

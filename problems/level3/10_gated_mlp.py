@@ -23,6 +23,7 @@ seq_len = 1024
 dim = 1024
 hidden = 2816
 SMALL_SIZES = {"batch_size": 2, "seq_len": 128, "dim": 256, "hidden": 704}
+CHECK_SIZES = {"batch_size": 3, "seq_len": 160, "dim": 320, "hidden": 880}
 
 
 def get_inputs():

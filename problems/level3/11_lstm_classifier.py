@@ -30,6 +30,7 @@ SMALL_SIZES = {
     "embed_dim": 64,
     "hidden_size": 128,
 }
+CHECK_SIZES = {"batch_size": 10, "seq_len": 40, "vocab_size": 625, "embed_dim": 80, "hidden_size": 160}
 
 
 def get_inputs():

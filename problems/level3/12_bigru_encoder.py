@@ -28,6 +28,7 @@ SMALL_SIZES = {
     "hidden_size": 64,
     "out_features": 64,
 }
+CHECK_SIZES = {"batch_size": 10, "seq_len": 40, "input_size": 80, "hidden_size": 80, "out_features": 80}
 
 
 def get_inputs():

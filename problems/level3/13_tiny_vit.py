@@ -63,6 +63,7 @@ SMALL_SIZES = {
     "n_heads": 2,
     "mlp_dim": 256,
 }
+CHECK_SIZES = {"batch_size": 5, "image_size": 80, "dim": 80, "mlp_dim": 320}
 
 
 def get_inputs():

@@ -25,6 +25,7 @@ from skills.harness import protocol as P
 from skills.harness import timing
 from skills.harness.exchange import draw_inputs, fingerprint, same_fingerprint, write_output
 from skills.harness.judge import as_outputs, preinit, set_precision, wait_preinit
+from skills.marks import mark_sender
 from skills.problem import ProblemError, load_problem
 from skills.results import Flag
 
@@ -166,7 +167,7 @@ class Candidate:
         except Exception as exc:
             raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
 
-    def time(self, req: P.CandTime) -> P.CandTiming:
+    def time(self, req: P.CandTime, mark: timing.MarkCall | None = None) -> P.CandTiming:
         parts = timing.Parts()
         with parts("canary draw"):
             canaries = [self.draw(seed, want, "a canary set")
@@ -191,7 +192,7 @@ class Candidate:
 
         try:
             with parts("timed loop"):
-                samples = loop.run(order, after)
+                samples = loop.run(order, after, mark)
             with parts("caller calls"):
                 samples.caller_us = loop.caller_times(P.rotation(n_sets, req.timing.caller_calls))
         except Exception as exc:
@@ -338,6 +339,7 @@ def main() -> None:
 
         apply_rlimits(spec)
     pin_self(os.environ.get("KAGENT_CPUS"))
+    mark = mark_sender()  # before any candidate code
     chan = P.take_over_stdio()
     warm_recorder()  # CPU only: at once
     wait_preinit(chan)
@@ -365,7 +367,7 @@ def main() -> None:
             return
         if isinstance(req, P.CandTime) and req.nonce == nonce:
             stage = "timing"
-            chan.send(cand.time(req))
+            chan.send(cand.time(req, mark))
     except CandidateError as exc:
         chan.send(P.WorkerError(nonce=nonce, stage=exc.stage, message=str(exc), flag=exc.flag))
     except Exception as exc:

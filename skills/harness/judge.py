@@ -257,6 +257,10 @@ def preinit() -> None:
         torch.empty(1, device="cuda")
 
 
+def _nothing(*args: Any) -> None:
+    return None
+
+
 class ProblemRefused(Exception):
     """The problem cannot be graded fairly (degenerate output)."""
 
@@ -285,6 +289,11 @@ def main() -> None:
             if isinstance(msg, P.CompareRequest):
                 stage = "compare"
                 chan.send(judge.compare(msg))
+            elif isinstance(msg, P.PrepareRequest):
+                stage = "prepare"
+                loop = Loop(_nothing, judge.sets, judge.device, msg.timing)
+                chan.send(P.PrepareReport(nonce=start.nonce, prepare_us=loop.prepare_times(msg.calls)))
+                del loop
             elif isinstance(msg, P.BaselineRequest):
                 stage = "baseline"
                 chan.send(judge.baselines(msg))

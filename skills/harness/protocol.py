@@ -178,6 +178,20 @@ class BaselineReport(msgspec.Struct, tag=True, kw_only=True):
     compile_error: str | None
 
 
+class PrepareRequest(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> judge: time the timing loop's own work between calls (copy the inputs in, flush
+    the cache, sync) on the judge's input sets, as a trusted yardstick for the candidate's loop."""
+
+    nonce: str
+    timing: TimingConfig
+    calls: int = 15
+
+
+class PrepareReport(msgspec.Struct, tag=True, kw_only=True):
+    nonce: str
+    prepare_us: list[float]
+
+
 # ---- candidate (untrusted: imports model_new.py and the agent's kernels) ----
 
 
@@ -279,7 +293,7 @@ class WorkerError(msgspec.Struct, tag=True, kw_only=True):
 
 
 Message = (
-    JudgeStart | JudgeReady | CompareRequest | CompareReport | BaselineRequest | BaselineReport
+    JudgeStart | JudgeReady | CompareRequest | CompareReport | BaselineRequest | BaselineReport | PrepareRequest | PrepareReport
     | CandStart | CandImported | CandRun | CandTime | CandOutputs | CandTiming | Started | Preinit | Warm | WorkerError
 )
 

@@ -16,6 +16,7 @@ candidate code runs, so candidate code cannot patch the clock the harness reads.
 from __future__ import annotations
 
 import ctypes
+import functools
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -66,6 +67,9 @@ _reset_l2 = _persisting_l2_reset()
 
 
 AfterCall = Callable[[int, Any], None]
+MarkCall = Callable[[int, bool], None]
+"""Called with (call, False) just before a timed call reads the clock and (call, True) just after:
+the candidate sends each to the parent as a datagram the kernel stamps (skills/marks.py)."""
 
 
 def llc_bytes(device: torch.device) -> int:
@@ -122,6 +126,15 @@ class Loop:
         if self.cuda:
             _sync()  # outside the timed region
 
+    def prepare_times(self, calls: int) -> list[float]:
+        """Wall us of `calls` rounds of the loop's own work between calls (judge: a yardstick)."""
+        out = []
+        for i in range(calls):
+            t0 = _perf_ns()
+            self._prepare(i % len(self.sets))
+            out.append((_perf_ns() - t0) / 1e3)
+        return out
+
     def calibrate_lead(self, _event: Any = _EventBase, _rec: Any = _record, _sync_all: Any = _sync,
                        _elapsed_ms: Any = _elapsed, _sleep: Any = _spin) -> None:
         """Spin cycles for `lead_us` at the clock the GPU runs now (cuda; 0 leaves the lead off)."""
@@ -143,16 +156,20 @@ class Loop:
         if self.lead_cycles:
             _sleep(self.lead_cycles)
 
-    def call(self, set_index: int, fn: Callable[..., Any] | None = None, *, lead: bool = True, _perf: Any = _perf_ns,
+    def call(self, set_index: int, fn: Callable[..., Any] | None = None, *, lead: bool = True,
+             tick: Callable[[], None] | None = None, _perf: Any = _perf_ns,
              _event: Any = _EventBase, _rec: Any = _record, _sync_all: Any = _sync,
              _elapsed_ms: Any = _elapsed, _sleep: Any = _spin) -> tuple[float, float, Any]:
         """One timed call: (event us, wall us, output); lead=False: the GPU is idle when it starts.
+        `tick` runs after the inputs are in place, just before the clock is read.
 
         The clock functions are default arguments, bound when this module was imported (before any
         candidate code): rebinding the module's globals later does not reach them.
         """
         f = self.fn if fn is None else fn
         self._prepare(set_index)
+        if tick is not None:
+            tick()
         if not self.cuda:
             t0 = _perf()
             out = f(*self.work)
@@ -212,14 +229,16 @@ class Loop:
         n = int(self.config.target_seconds * 1e6 / max(mean_us, 1.0))
         return max(self.config.min_calls, min(self.config.max_calls, n))
 
-    def run(self, order: Sequence[int], after: AfterCall | None = None) -> Samples:
-        """Timed calls over `order` (set index per call)."""
+    def run(self, order: Sequence[int], after: AfterCall | None = None, mark: MarkCall | None = None) -> Samples:
+        """Timed calls over `order` (set index per call); `mark` brackets each call's clock window."""
         overhead = self.sync_overhead_us()
         events: list[float] = []
         walls: list[float] = []
         leads: list[float] = []
         for i, s in enumerate(order):
-            ev, wall, out = self.call(s)
+            ev, wall, out = self.call(s, tick=None if mark is None else functools.partial(mark, i, False))
+            if mark is not None:
+                mark(i, True)
             events.append(ev)
             walls.append(wall)
             if self.lead_cycles:
