@@ -171,20 +171,32 @@ def _profile(problem: Path, ws: Path, cfg: EvalConfig, cache: JsonBaselineCache,
     return anyio.run(go)
 
 
-_LAST_SAMPLES: list[list[float]] = []
+_LAST_TIMED: list[Any] = []
 
 
 def _keep_samples() -> None:
-    """Keep the raw per-call samples each evaluation times (the candidate's come first)."""
+    """Keep each candidate's timed loop (raw per-call samples and the set each call used)."""
     import skills.evaluate as ev
 
-    timing_result = ev._timing_result
+    check = ev.canary_time_check
 
-    def keep(samples: Any) -> Any:
-        _LAST_SAMPLES.append(list(samples.per_call_us))
-        return timing_result(samples)
+    def keep(timed: Any, n_regular: int) -> Any:
+        _LAST_TIMED.append(timed)
+        return check(timed, n_regular)
 
-    ev._timing_result = keep
+    ev.canary_time_check = keep
+
+
+def _slowest(timed: Any, n_regular: int, k: int = 3) -> list[dict[str, Any]]:
+    """The k slowest timed calls: index in the loop, input set (canary or not), time."""
+    times = timed.samples.per_call_us
+    top = sorted(range(len(times)), key=lambda i: -times[i])[:k]
+    return [{"call": i, "of": len(times), "set": timed.set_order[i], "canary": timed.set_order[i] >= n_regular,
+             "us": round(times[i], 1)} for i in top]
+
+
+def _calls(slowest: list[dict[str, Any]]) -> str:
+    return ", ".join(f"#{x['call']}/{x['of']} set {x['set']} {x['us']:.0f} us" for x in slowest)
 
 
 def _quantiles(xs: list[float]) -> dict[str, float]:
@@ -216,21 +228,23 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                 got: dict[str, list[dict[str, Any]]] = {n: [] for n in group}
                 for i in range(args.runs):
                     for name in group:
-                        _LAST_SAMPLES.clear()
+                        _LAST_TIMED.clear()
                         r = _profile(problem, ws, _variant(cfg, name), cache, bool(VARIANTS[name].get("pool")))
                         assert r.candidate is not None, r.error
-                        spread = _quantiles(_LAST_SAMPLES[0]) if _LAST_SAMPLES else {}
+                        timed = _LAST_TIMED[0] if _LAST_TIMED else None
+                        spread = _quantiles(timed.samples.per_call_us) if timed else {}
+                        slowest = _slowest(timed, cfg.n_sets) if timed else []
                         c = r.candidate
                         got[name].append({"median_us": c.per_call_us.median, "cv": c.cv,
                                           "caller_us": c.caller_us.median if c.caller_us else None,
                                           "kernel_us": c.kernel_us, "lead_us": c.lead_us, "window_us": c.window_us,
-                                          "spread_us": spread, "flags": [f.name for f in r.flags],
+                                          "spread_us": spread, "slowest": slowest, "flags": [f.name for f in r.flags],
                                           "timing_s": r.stages.timing, "parts": r.stages.parts})
                         x = got[name][-1]
                         print(f"{label} / {name}: run {i + 1} median {x['median_us']:.2f} us (within-run cv"
                               f" {100 * c.cv:.2f}%), waiting caller {x['caller_us'] or 0:.2f} us, kernels"
                               f" {x['kernel_us'] or 0:.2f} us, lead held {x['lead_us'] or 0:.1f} us, marked {x['window_us'] or 0:.1f} us, timing {r.stages.timing or 0:.2f} s"
-                              f" calls {' '.join(f'{k} {v:.0f}' for k, v in spread.items())}"
+                              f" calls {' '.join(f'{k} {v:.0f}' for k, v in spread.items())}; slowest {_calls(slowest)}"
                               f"{' flags ' + ','.join(x['flags']) if x['flags'] else ''}", flush=True)
                         result[f"{label} / {name}"] = {"runs": got[name], "partial": True}
                         write_result(args.out or "eval-stability", {**result, "env": environment()})

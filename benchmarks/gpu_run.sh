@@ -103,5 +103,12 @@ if [ "$1" = s5c ]; then  # session 5: every GPU test once more after the lead te
   step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
   step latency; TAIL=14 run 120 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
 fi
+if [ "$1" = s5d ]; then  # session 5: the gap check's final form (2x, judge before/after, 3 in 4) on the 13 solutions and the row-4 tests; stability quiet and under 8 compiles (flags printed per run)
+  step pytest; TAIL=30 run 280 pytest_gpu_final.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 120 tests/test_gpu_eval.py -k "beats_eager or fake_clock or moved_before or lead_hides or fair_swish"
+  step stability; TAIL=16 run 230 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 5 --variants "lead" --loaded "lead" --out eval-stability-load-s5-h200
+fi
+if [ "$1" = s5e ]; then  # session 5: no garbage collection inside the timed loop: is the slow call #350 gone?
+  step stability; TAIL=10 run 200 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 6 --variants "lead" --loaded none --out eval-stability-nogc-s5-h200
+fi
 step done
 tar czf "$OUT/results.tgz" benchmarks/results

@@ -541,6 +541,9 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
                                    timing=cfg.timing, canary_fractions=fractions,
                                    profile_calls=cfg.profile_calls if device == "cuda" else 0))
         timed, marks = await cand.expect_marked(P.CandTiming, cfg.timeout_timing_s, "timing")
+        # ...and again after the loop: the machine's load may have changed meanwhile
+        await judge.send(P.PrepareRequest(nonce=nonce, timing=cfg.timing))
+        prepared_after = await judge.expect(P.PrepareReport, cfg.timeout_run_s, "timing the loop's own work")
     state.times.parts |= {f"candidate {k}": v for k, v in timed.seconds.items()}
     await cand.close()  # free its memory and the GPU before baselines run
     state.times.timing = time.perf_counter() - t
@@ -552,7 +555,8 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     state.flags += (timed.flags + spot_check(timed, ready, cfg.n_sets) + sync_check(timed.samples)
                     + floor_check(state.candidate, ready.read_bytes, cfg) + canary_time_check(timed, cfg.n_sets)
                     + order_check(timed, cfg.n_sets, fractions)
-                    + clock_check(timed.samples, marks, cfg.timing.lead_us if device == "cuda" else 0.0, prepared.prepare_us))
+                    + clock_check(timed.samples, marks, cfg.timing.lead_us if device == "cuda" else 0.0,
+                                  [prepared.prepare_us, prepared_after.prepare_us]))
 
     t = time.perf_counter()
     state.stage = "baseline"
@@ -782,8 +786,10 @@ CLOCK_SLACK_US = 50.0
 CLOCK_SLACK_FRACTION of the window: the Python around the clock reads and the marks' sends."""
 CLOCK_SLACK_FRACTION = 0.1
 GAP_SLACK_US = 200.0
-"""What the time between two timed calls may exceed 1.5x the judge's own time for the loop's work
-between calls (copy the inputs in, flush, sync) by: the spot-check gather and the loop's Python."""
+"""What the time between two timed calls may exceed GAP_FACTOR x the judge's own time for the
+loop's work between calls (copy the inputs in, flush, sync) by: the spot-check gather, the loop's
+Python."""
+GAP_FACTOR = 2.0
 
 
 def mark_windows(marks: list[Mark], n: int) -> tuple[list[float], list[float]] | None:
@@ -798,13 +804,15 @@ def mark_windows(marks: list[Mark], n: int) -> tuple[list[float], list[float]] |
     return ([(ends[i] - starts[i]) / 1e3 for i in range(n)], [(starts[i + 1] - ends[i]) / 1e3 for i in range(n - 1)])
 
 
-def clock_check(samples: P.Samples, marks: list[Mark] | None, lead_us: float, prepare_us: list[float]) -> list[Flag]:
+def clock_check(samples: P.Samples, marks: list[Mark] | None, lead_us: float, prepare_us: list[list[float]]) -> list[Flag]:
     """Row 4: the candidate reads its clock in its own process, where code that got past the static
     checks can replace it. Each timed call marks its start and end on a socket the kernel stamps
     (skills/marks.py): on the median call the reported (judged) time may fall short of that window
     only by the lead (cuda: it runs inside the window, before the start event; at most 1.1x its
     setting), CLOCK_SLACK_US and CLOCK_SLACK_FRACTION of the window. And work moved out of the
-    windows, between the calls, shows against the judge's time for the loop's own work there."""
+    windows, between the calls, shows against the judge's time for the loop's own work there
+    (`prepare_us`: its samples before and after the loop; the larger median counts, so a machine
+    that got busier meanwhile does not read as moved work), on three calls in four."""
     n = len(samples.per_call_us)
     if marks is None or n == 0:
         return []
@@ -821,12 +829,14 @@ def clock_check(samples: P.Samples, marks: list[Mark] | None, lead_us: float, pr
         return [Flag(name="timer_tampering", detail=(
             f"the evaluator's clock saw the median timed call take {window:.0f} us, but the candidate's process"
             f" reported {window - excess:.0f} us (more than {allowed:.0f} us less): its clock was tampered with"))]
-    if gaps and prepare_us:
-        gap, own = statistics.median(gaps), statistics.median(prepare_us)
-        if gap > 1.5 * own + GAP_SLACK_US:
+    measured = [statistics.median(p) for p in prepare_us if p]
+    if gaps and measured:
+        own = max(measured)
+        short = sorted(gaps)[len(gaps) // 4]  # three in four gaps are at least this long
+        if short > GAP_FACTOR * own + GAP_SLACK_US:
             return [Flag(name="timer_tampering", detail=(
-                f"{gap:.0f} us passed between timed calls (median), where the loop's own work takes {own:.0f} us:"
-                " work was moved out of the timed calls"))]
+                f"at least {short:.0f} us passed between three in four timed calls, where the loop's own work takes"
+                f" {own:.0f} us: work was moved out of the timed calls"))]
     return []
 
 

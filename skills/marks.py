@@ -7,8 +7,8 @@ and one just after, over a Unix datagram socket the parent made. The kernel stam
 depend on when the parent gets around to reading them. The parent then checks that the times the
 candidate reported fit inside those windows (skills/evaluate.py, clock_check).
 
-Linux stamps Unix datagrams when the receiving socket asks for it; where a datagram comes without a
-stamp, `MarkSocket.stamped` turns False and the parent cannot check the clock (it says so).
+Linux stamps Unix datagrams when the receiving socket asks for it; a kernel that does not makes
+`MarkSocket()` fail with an error that says so (checked with one datagram when it is made).
 """
 
 from __future__ import annotations
@@ -48,6 +48,19 @@ class MarkSocket:
         self.marks: list[Mark] = []
         self.stamped = True
         self.collecting = False
+        self._check_stamps()
+
+    def _check_stamps(self) -> None:
+        """One datagram through: the kernel must stamp it, or the clock check could not run."""
+        self.theirs.send(b"")
+        try:
+            _data, anc, _flags, _addr = self.ours.recvmsg(64, socket.CMSG_SPACE(_TIMESPEC.size))
+        except BlockingIOError:
+            anc = []
+        if not any(level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS for level, kind, _ in anc):
+            self.close()
+            raise OSError("this kernel does not stamp Unix datagrams (SO_TIMESTAMPNS), so the evaluator cannot"
+                          " check the candidate's clock; set EvalConfig.clock_marks = false to evaluate without it")
 
     @property
     def child_fd(self) -> int:

@@ -102,36 +102,48 @@ def test_reported_times_inside_their_windows_pass() -> None:
     rng = random.Random(1)
     reported = [150.0 * (1 + 0.05 * rng.random()) for _ in range(60)]
     samples, marks = _marked(reported, [r + 16.0 for r in reported])  # the ~16 us measured on this box
-    assert clock_check(samples, marks, 0.0, [150.0] * 15) == []
+    assert clock_check(samples, marks, 0.0, [[150.0] * 15]) == []
     # cuda: the lead runs inside the window, before the start event
     samples, marks = _marked(reported, [r + 100.0 + 20.0 for r in reported])
-    assert clock_check(samples, marks, 100.0, [150.0] * 15) == []
+    assert clock_check(samples, marks, 100.0, [[150.0] * 15]) == []
     # marks arrive out of order (both ends of every call are there): fine
-    assert clock_check(samples, list(reversed(marks)), 100.0, [150.0] * 15) == []
+    assert clock_check(samples, list(reversed(marks)), 100.0, [[150.0] * 15]) == []
 
 
 def test_a_fake_clock_is_flagged() -> None:
     # the clock_patch_harness cheat on this box: every call "takes" 10 us, the stamps saw ~180 us
     samples, marks = _marked([10.0] * 60, [180.0] * 60)
-    flags = clock_check(samples, marks, 0.0, [150.0] * 15)
+    flags = clock_check(samples, marks, 0.0, [[150.0] * 15])
     assert [f.name for f in flags] == ["timer_tampering"]
     assert "180 us" in flags[0].detail and "reported 10 us" in flags[0].detail
     # around what is allowed: 50 us + 10% of the window (+1.1x the lead on cuda); a window of
     # 100 + x us allows x up to 66.7 us on cpu and 188.9 us with a 100 us lead
     for lead, x, caught in [(0.0, 63.0, False), (0.0, 70.0, True), (100.0, 185.0, False), (100.0, 192.0, True)]:
         samples, marks = _marked([100.0] * 60, [100.0 + x] * 60)
-        assert bool(clock_check(samples, marks, lead, [150.0] * 15)) == caught, (lead, x)
+        assert bool(clock_check(samples, marks, lead, [[150.0] * 15])) == caught, (lead, x)
 
 
 def test_work_moved_between_the_calls_is_flagged() -> None:
     # honest: the gap is the loop's own work (the judge measured 150 us) and a little more
     samples, marks = _marked([10.0] * 60, [20.0] * 60, gap_us=260.0)
-    assert clock_check(samples, marks, 0.0, [150.0] * 15) == []
+    assert clock_check(samples, marks, 0.0, [[150.0] * 15]) == []
     # the call's 5 ms of work done before its start mark
     samples, marks = _marked([10.0] * 60, [20.0] * 60, gap_us=5150.0)
-    flags = clock_check(samples, marks, 0.0, [150.0] * 15)
+    flags = clock_check(samples, marks, 0.0, [[150.0] * 15])
     assert [f.name for f in flags] == ["timer_tampering"]
     assert "moved out of the timed calls" in flags[0].detail
+    # a machine that got busier during the loop: the judge's samples after it count too
+    assert clock_check(samples, marks, 0.0, [[150.0] * 15, [4000.0] * 15]) == []
+    # a few long gaps (a hiccup) are not enough: three in four must be long
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, gap_us=260.0)
+    t = 1_000_000_000
+    stretched = []
+    for i in range(60):
+        start = t
+        end = start + 20_000
+        stretched += [(i, False, start), (i, True, end)]
+        t = end + (5_000_000 if i % 3 == 0 else 260_000)
+    assert clock_check(samples, stretched, 0.0, [[150.0] * 15]) == []
 
 
 def test_missing_marks_are_tampering() -> None:
