@@ -245,12 +245,12 @@ class Solve:
             await self._cancelled(send)
 
     async def _cancelled(self, send: Send) -> None:
-        message = "kagentd stopped before the episode finished (it is stored as cancelled)"
+        failure = _error(503, "kagentd stopped before the episode finished (it is stored as cancelled)",
+                         code="cancelled")
         if not self.sent:
-            await _error(503, message, code="cancelled")({"type": "http"}, _no_receive, send)
+            await failure({"type": "http"}, _no_receive, send)
         else:
-            error = {"error": {"message": message, "type": "server_error", "code": "cancelled", "param": None}}
-            await _body(send, b"data: " + json.dumps(error).encode() + b"\n\ndata: [DONE]\n\n", more=False)
+            await _body(send, _event_bytes(bytes(failure.body)) + SSE_DONE, more=False)
 
     def _failure(self) -> Response:
         exc = self.error
@@ -295,7 +295,7 @@ class Solve:
     def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
         data = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": MODEL,
                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
-        return b"data: " + msgspec.json.encode(data) + b"\n\n"
+        return _event(data)
 
     async def _stream(self, events: anyio.abc.ObjectReceiveStream[EpisodeEvent], send: Send) -> None:
         first: EpisodeEvent | None = None
@@ -326,8 +326,7 @@ class Solve:
 
     async def _stream_end(self, send: Send) -> None:
         if self._ungraded():
-            failure = json.loads(bytes(self._failure().body))
-            await _body(send, b"data: " + json.dumps(failure).encode() + b"\n\ndata: [DONE]\n\n", more=False)
+            await _body(send, _event_bytes(bytes(self._failure().body)) + SSE_DONE, more=False)
             return
         outcome = self.outcome
         assert outcome is not None
@@ -336,8 +335,21 @@ class Solve:
         if self.req.include_usage:
             data = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": MODEL,
                     "choices": [], "usage": await self._usage(outcome)}
-            body += b"data: " + msgspec.json.encode(data) + b"\n\n"
-        await _body(send, body + b"data: [DONE]\n\n", more=False)
+            body += _event(data)
+        await _body(send, body + SSE_DONE, more=False)
+
+
+SSE_DONE = b"data: [DONE]\n\n"
+"""The last server-sent event of a stream, as OpenAI's API ends one."""
+
+
+def _event(data: Any) -> bytes:
+    """One server-sent event carrying `data` as JSON."""
+    return _event_bytes(msgspec.json.encode(data))
+
+
+def _event_bytes(json_body: bytes) -> bytes:
+    return b"data: " + json_body + b"\n\n"
 
 
 async def _body(send: Send, body: bytes, *, more: bool = True) -> None:

@@ -533,17 +533,14 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     rng = random.Random(seed)
     fractions = [rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)]
     async with state.quiet():
-        await judge.send(P.PrepareRequest(nonce=nonce, timing=cfg.timing))
-        prepared = await judge.expect(P.PrepareReport, cfg.timeout_run_s, "timing the loop's own work")
+        before = await _loop_work(judge, nonce, cfg)
         await cand.send(P.CandTime(nonce=nonce, sample_positions=ready.sample_positions,
                                    canary_seeds=[P.derive_seed(seed, cfg.n_sets + c) for c in range(cfg.n_canaries)],
                                    canary_fingerprints=ready.fingerprints[cfg.n_sets:],
                                    timing=cfg.timing, canary_fractions=fractions,
                                    profile_calls=cfg.profile_calls if device == "cuda" else 0))
         timed, marks = await cand.expect_marked(P.CandTiming, cfg.timeout_timing_s, "timing")
-        # ...and again after the loop: the machine's load may have changed meanwhile
-        await judge.send(P.PrepareRequest(nonce=nonce, timing=cfg.timing))
-        prepared_after = await judge.expect(P.PrepareReport, cfg.timeout_run_s, "timing the loop's own work")
+        after = await _loop_work(judge, nonce, cfg)  # the machine's load may have changed meanwhile
     state.times.parts |= {f"candidate {k}": v for k, v in timed.seconds.items()}
     await cand.close()  # free its memory and the GPU before baselines run
     state.times.timing = time.perf_counter() - t
@@ -556,13 +553,20 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
                     + floor_check(state.candidate, ready.read_bytes, cfg) + canary_time_check(timed, cfg.n_sets)
                     + order_check(timed, cfg.n_sets, fractions)
                     + clock_check(timed.samples, marks, cfg.timing.lead_us if device == "cuda" else 0.0,
-                                  [prepared.prepare_us, prepared_after.prepare_us]))
+                                  [before, after]))
 
     t = time.perf_counter()
     state.stage = "baseline"
     await _baselines(judge, state, cache, nonce, device, sizes)
     state.times.baselines = time.perf_counter() - t
     state.stage = "done"
+
+
+async def _loop_work(judge: Worker, nonce: str, cfg: EvalConfig) -> list[float]:
+    """The judge's time (us) for the timing loop's own work between calls, on its copies of the sets:
+    the trusted yardstick for the time between the candidate's timed calls (clock_check)."""
+    await judge.send(P.PrepareRequest(nonce=nonce, timing=cfg.timing))
+    return (await judge.expect(P.PrepareReport, cfg.timeout_run_s, "timing the loop's own work")).prepare_us
 
 
 async def _baselines_for_agent(judge: Worker, cand: Worker, state: _State, cache: BaselineCache | None,

@@ -193,3 +193,17 @@ def test_answer_without_a_verified_solution() -> None:
     text = render_answer(outcome, "level1/01_relu")
     assert text.startswith("**No verified `ModelNew`.** Episode 7 on `level1/01_relu` ended `turn_limit` with reward -1.")
     assert "```" not in text
+
+
+def test_error_events_mid_stream_are_openai_shaped() -> None:
+    """After the headers went out, a failure travels as one SSE event with the error body (the same
+    JSON as the non-streaming reply), then [DONE]."""
+    from runtime.server import SSE_DONE, _error, _event, _event_bytes
+
+    failure = _error(503, "kagentd stopped before the episode finished", code="cancelled")
+    raw = (_event_bytes(bytes(failure.body)) + SSE_DONE).decode()
+    events = [e.removeprefix("data: ") for e in raw.split("\n\n") if e]
+    assert len(events) == 2 and events[1] == "[DONE]"
+    assert json.loads(events[0]) == {"error": {"message": "kagentd stopped before the episode finished",
+                                               "type": "server_error", "code": "cancelled", "param": None}}
+    assert _event({"a": 1}) == b'data: {"a":1}\n\n'
