@@ -794,6 +794,9 @@ GAP_SLACK_US = 200.0
 loop's work between calls (copy the inputs in, flush, sync) by: the spot-check gather, the loop's
 Python."""
 GAP_FACTOR = 2.0
+MARK_SKEW_US = 20.0
+"""How much shorter than the reported time a window may read: the kernel's stamps (realtime clock)
+and the candidate's clock (monotonic) tick at the same rate but are different clocks."""
 
 
 def mark_windows(marks: list[Mark], n: int) -> tuple[list[float], list[float]] | None:
@@ -828,6 +831,12 @@ def clock_check(samples: P.Samples, marks: list[Mark] | None, lead_us: float, pr
     windows, gaps = seen
     window = statistics.median(windows)
     excess = statistics.median(w - e for w, e in zip(windows, samples.per_call_us, strict=True))
+    # The stamps bracket the clock reads, so a real window is never shorter than its reported time,
+    # and the marks together span at least the sum of the reported times: marks sent on their own,
+    # not around the calls, fail one or the other.
+    if excess < -MARK_SKEW_US or sum(windows) + sum(gaps) < sum(samples.per_call_us) - MARK_SKEW_US:
+        return [Flag(name="harness_tampering", detail="the timed calls' marks do not bracket the times reported for"
+                     " them (the harness in the candidate's process was changed)")]
     allowed = 1.1 * lead_us + CLOCK_SLACK_US + CLOCK_SLACK_FRACTION * window
     if excess > allowed:
         return [Flag(name="timer_tampering", detail=(

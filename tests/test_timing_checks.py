@@ -146,6 +146,17 @@ def test_work_moved_between_the_calls_is_flagged() -> None:
     assert clock_check(samples, stretched, 0.0, [[150.0] * 15]) == []
 
 
+def test_marks_sent_apart_from_the_calls_are_tampering() -> None:
+    """Code that sends the marks itself (not around the calls) cannot make them bracket the times it
+    reports: every window shorter than its call, or all of them sent in one burst."""
+    samples, marks = _marked([300.0] * 60, [2.0] * 60, gap_us=2.0)  # a burst: 60 calls in ~0.2 ms
+    flags = clock_check(samples, marks, 0.0, [[150.0] * 15])
+    assert [f.name for f in flags] == ["harness_tampering"] and "bracket" in flags[0].detail
+    # honest windows a hair shorter than the reported time (clock skew) pass
+    samples, marks = _marked([300.0] * 60, [295.0] * 60, gap_us=200.0)
+    assert clock_check(samples, marks, 0.0, [[150.0] * 15]) == []
+
+
 def test_missing_marks_are_tampering() -> None:
     samples, marks = _marked([100.0] * 10, [110.0] * 10)
     flags = clock_check(samples, [m for m in marks if m[0] != 4], 0.0, [])
