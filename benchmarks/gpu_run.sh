@@ -110,5 +110,8 @@ fi
 if [ "$1" = s5e ]; then  # session 5: no garbage collection inside the timed loop: is the slow call #350 gone?
   step stability; TAIL=10 run 200 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --runs 6 --variants "lead" --loaded none --out eval-stability-nogc-s5-h200
 fi
+if [ "$1" = s5f ]; then  # session 5: the bracket check added last: the 13 solutions, fair swish, lead test, row-4 cheats
+  step pytest; TAIL=30 run 280 pytest_gpu_bracket.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 120 tests/test_gpu_eval.py -k "beats_eager or fake_clock or moved_before or lead_hides or fair_swish"
+fi
 step done
 tar czf "$OUT/results.tgz" benchmarks/results
