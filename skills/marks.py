@@ -53,11 +53,8 @@ class MarkSocket:
     def _check_stamps(self) -> None:
         """One datagram through: the kernel must stamp it, or the clock check could not run."""
         self.theirs.send(b"")
-        try:
-            _data, anc, _flags, _addr = self.ours.recvmsg(64, socket.CMSG_SPACE(_TIMESPEC.size))
-        except BlockingIOError:
-            anc = []
-        if not any(level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS for level, kind, _ in anc):
+        got = self._receive()
+        if got is None or got[1] is None:
             self.close()
             raise OSError("this kernel does not stamp Unix datagrams (SO_TIMESTAMPNS), so the evaluator cannot"
                           " check the candidate's clock; set EvalConfig.clock_marks = false to evaluate without it")
@@ -70,24 +67,29 @@ class MarkSocket:
         """The child has its copy: close ours of its end (so a dead child reads as such)."""
         self.theirs.close()
 
+    def _receive(self) -> tuple[bytes, int | None] | None:
+        """One queued datagram and the kernel's stamp of it (ns; None: unstamped); None: none queued."""
+        try:
+            data, anc, _flags, _addr = self.ours.recvmsg(64, socket.CMSG_SPACE(_TIMESPEC.size))
+        except OSError:  # BlockingIOError: nothing queued; or the socket is closed
+            return None
+        for level, kind, d in anc:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(d) >= _TIMESPEC.size:
+                sec, nsec = _TIMESPEC.unpack(d[: _TIMESPEC.size])
+                return data, sec * 1_000_000_000 + nsec
+        return data, None
+
     def drain(self) -> None:
         """Read every queued mark (while collecting; otherwise they are dropped)."""
-        while True:
-            try:
-                data, anc, _flags, _addr = self.ours.recvmsg(64, socket.CMSG_SPACE(_TIMESPEC.size))
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                return
+        while (got := self._receive()) is not None:
+            data, ns = got
             if not self.collecting or len(data) != _RECORD.size:
                 continue
-            call, end = _RECORD.unpack(data)
-            stamp = next((_TIMESPEC.unpack(d[: _TIMESPEC.size]) for level, kind, d in anc
-                          if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(d) >= _TIMESPEC.size), None)
-            if stamp is None:
+            if ns is None:
                 self.stamped = False
                 continue
-            self.marks.append((call, bool(end), stamp[0] * 1_000_000_000 + stamp[1]))
+            call, end = _RECORD.unpack(data)
+            self.marks.append((call, bool(end), ns))
 
     async def collect(self, period_s: float = 0.05) -> None:
         """Read marks every `period_s` until cancelled, so the queue never fills. Not on every

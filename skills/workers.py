@@ -166,9 +166,9 @@ class Worker:
     async def _recv_own(self) -> P.Message:
         while True:
             msg = await self._recv()
-            if getattr(msg, "nonce", None) != self.nonce:
-                continue  # forged by candidate code: ignore it
-            return msg
+            if getattr(msg, "nonce", None) == self.nonce:
+                return msg
+            # A frame without our nonce was forged by candidate code: ignore it.
 
     async def _died(self, when: str) -> WorkerFailed:
         with anyio.move_on_after(5):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import moved_work_patch
+from conftest import SYS_MODULES, moved_work_patch
 
 from skills.baselines import JsonBaselineCache
 from skills.build import BuildConfig
@@ -246,7 +246,7 @@ def test_l2_persistence_runtime_reset_keeps_timing_honest(tmp_path: Path) -> Non
 
 # Row 4 behind the static checks (static_checks=False): the harness's clock in the candidate's
 # process replaced through getattr (os.path's sys), as in tests/test_exploits_cpu.py.
-_TIMING_MODULE = 'getattr(getattr(os.path, "sys"), "modules")["skills.harness.timing"]'
+_TIMING_MODULE = f'{SYS_MODULES}["skills.harness.timing"]'
 FAKE_CLOCK_HEADER = f"""import os
 
 _timing = {_TIMING_MODULE}

@@ -236,6 +236,11 @@ class Judge:
                     error = f"{type(exc).__name__}: {exc}"[:2000]
         return P.BaselineReport(nonce=self.start.nonce, eager=eager, compile=compiled, compile_error=error)
 
+    def loop_work(self, req: P.PrepareRequest) -> P.PrepareReport:
+        """The timing loop's own work between calls, timed on these sets (the loop never calls the model)."""
+        loop = Loop(self.model, self.sets, self.device, req.timing)
+        return P.PrepareReport(nonce=self.start.nonce, prepare_us=loop.prepare_times(req.calls))
+
     def _time(self, fn: Callable[..., Any], timing: P.TimingConfig) -> P.Samples:
         loop = Loop(fn, self.sets, self.device, timing)
         mean = loop.warmup(P.rotation(len(self.sets), 3 * len(self.sets)))
@@ -255,10 +260,6 @@ def preinit() -> None:
     if os.environ.get("KAGENT_PREINIT") == "cuda" and torch.cuda.is_available():
         torch.cuda.init()  # type: ignore[no-untyped-call]
         torch.empty(1, device="cuda")
-
-
-def _nothing(*args: Any) -> None:
-    return None
 
 
 class ProblemRefused(Exception):
@@ -291,9 +292,7 @@ def main() -> None:
                 chan.send(judge.compare(msg))
             elif isinstance(msg, P.PrepareRequest):
                 stage = "prepare"
-                loop = Loop(_nothing, judge.sets, judge.device, msg.timing)
-                chan.send(P.PrepareReport(nonce=start.nonce, prepare_us=loop.prepare_times(msg.calls)))
-                del loop
+                chan.send(judge.loop_work(msg))
             elif isinstance(msg, P.BaselineRequest):
                 stage = "baseline"
                 chan.send(judge.baselines(msg))

@@ -15,12 +15,13 @@ candidate code runs, so candidate code cannot patch the clock the harness reads.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import torch
@@ -237,35 +238,37 @@ class Loop:
         events: list[float] = []
         walls: list[float] = []
         leads: list[float] = []
-        # No garbage collection inside timed calls (as timeit does): a full collection landed in
-        # the same timed call of every evaluation (#350 of 1000) and took it from 139 us to 1.1-1.9 ms.
-        collect = _gc_enabled()
-        _gc_disable()
-        try:
-            self._timed(order, after, mark, events, walls, leads)
-        finally:
-            if collect:
-                _gc_enable()
+        with _no_gc():
+            for i, s in enumerate(order):
+                ev, wall, out = self.call(s, tick=None if mark is None else functools.partial(mark, i, False))
+                if mark is not None:
+                    mark(i, True)
+                events.append(ev)
+                walls.append(wall)
+                if self.lead_cycles:
+                    leads.append(self.last_lead_us)
+                if after is not None:
+                    after(i, out)
         return Samples(per_call_us=events, wall_us=walls, sync_overhead_us=overhead, lead_us=leads)
-
-    def _timed(self, order: Sequence[int], after: AfterCall | None, mark: MarkCall | None, events: list[float],
-               walls: list[float], leads: list[float]) -> None:
-        for i, s in enumerate(order):
-            ev, wall, out = self.call(s, tick=None if mark is None else functools.partial(mark, i, False))
-            if mark is not None:
-                mark(i, True)
-            events.append(ev)
-            walls.append(wall)
-            if self.lead_cycles:
-                leads.append(self.last_lead_us)
-            if after is not None:
-                after(i, out)
 
     def caller_times(self, order: Sequence[int]) -> list[float]:
         """Event times of calls with no lead: what a caller waiting for each call sees (cuda)."""
         if not self.cuda:
             return []
         return [self.call(s, lead=False)[0] for s in order]
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """No garbage collection inside timed calls (as timeit does): a full collection landed in the
+    same timed call of every evaluation (#350 of 1000) and took it from 139 us to 1.1-1.9 ms."""
+    collect = _gc_enabled()
+    _gc_disable()
+    try:
+        yield
+    finally:
+        if collect:
+            _gc_enable()
 
 
 class Parts:
