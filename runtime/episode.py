@@ -252,6 +252,10 @@ class Episode:
     async def finish(self, status: EpisodeStatus, final: EvalResult | None, error: str | None,
                      seconds: float) -> EpisodeOutcome:
         reward = final.reward if final is not None else None
+        if final is not None and final.environment_fault is not None:
+            # The environment could not grade the episode: no reward, and nothing to train on.
+            self.conv.trainable = False
+            error = f"not trainable: the final evaluation hit an environment fault: {final.environment_fault}"
         await self.store.finish_episode(self.id, status, reward=reward, trainable=self.conv.trainable, error=error)
         best = self.best.evaluation
         out = EpisodeOutcome(

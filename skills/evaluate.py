@@ -151,6 +151,8 @@ class _State:
         self.times = StageTimes()
         self.log = ""
         self.sandbox: str | None = None
+        self.environment_fault: str | None = None
+        """Set when the environment, not the candidate, stopped the evaluation (reward None)."""
         self.config = config
         self.quiet: Callable[[], AbstractAsyncContextManager[None]] = contextlib.nullcontext
         """Held around timed loops: the warm pool starts no worker's CUDA meanwhile."""
@@ -188,8 +190,9 @@ def finish(state: _State) -> EvalResult:
         candidate=state.candidate, eager=state.eager, compiled_baseline=state.compiled_baseline,
         speedups=speedups, reward=None, reward_fn=None, precision=state.precision, gpu=state.gpu,
         torch_version=state.torch_version, stages=state.times, log=state.log, sandbox=state.sandbox,
+        environment_fault=state.environment_fault,
     )
-    if state.mode == "final" and not (state.error and state.stage == "problem"):
+    if state.mode == "final" and state.environment_fault is None and not (state.error and state.stage == "problem"):
         result.reward = get_reward_fn(cfg.reward_fn)(result)
         result.reward_fn = cfg.reward_fn
     return result
@@ -334,19 +337,33 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
             return finish(state)
     try:
         slot = await pool.take() if pool is not None else await start_slot(cfg)
-    except SandboxUnavailable as exc:
-        state.error = str(exc)
+    except (SandboxUnavailable, OSError) as exc:  # no sandbox, no process, no scratch space: not the agent's doing
+        state.error = environment_fault(state, f"the evaluation's workers could not be started: {exc}")
         return finish(state)
     state.sandbox = describe_sandbox(cfg.sandbox, slot.scratch)
     if pool is not None:
         state.quiet = pool.quiet
     try:
-        await anyio.to_thread.run_sync(fill_scratch, slot.scratch, ws, built)
-        await anyio.to_thread.run_sync(copy_problem, problem, slot.scratch)
+        try:
+            await anyio.to_thread.run_sync(fill_scratch, slot.scratch, ws, built)
+            await anyio.to_thread.run_sync(copy_problem, problem, slot.scratch)
+        except OSError as exc:  # e.g. the disk or /dev/shm is full
+            state.error = environment_fault(state, f"the evaluation's scratch folder could not be filled: {exc}")
+            await slot.cand.close()
+            await slot.judge.close()
+            return finish(state)
         await _run_workers(problem, built, slot, state, baseline_cache)
     finally:
         await anyio.to_thread.run_sync(shutil.rmtree, slot.scratch.root, True)
     return finish(state)
+
+
+def environment_fault(state: _State, cause: str) -> str:
+    """Record that the environment could not finish this evaluation (reward None: the judge is
+    trusted code, so its crash, OOM or timeout, a baseline that fails and a worker or sandbox that
+    cannot start say nothing about the candidate). Returns the message for the agent."""
+    state.environment_fault = cause
+    return f"{cause}\n(an environment fault, not your kernel's: this evaluation has no reward)"
 
 
 class Slot:
@@ -440,6 +457,8 @@ async def _run_workers(problem: Path, built: BuildResult | None, slot: Slot,
                 state.stage = cast(Stage, exc.stage)
             if exc.flag is not None:
                 state.flags.append(exc.flag)
+            if exc.worker == "judge":  # the problem refused, or the trusted side failed
+                state.error = environment_fault(state, exc.message)
             await _baselines_for_agent(judge, cand, state, cache, nonce, device, sizes)
         finally:
             quota.stop()

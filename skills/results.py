@@ -200,6 +200,11 @@ class EvalResult(msgspec.Struct):
     """Wall time per stage."""
     log: str
     """Tail of what the candidate printed (stdout and stderr), trimmed."""
+    environment_fault: str | None = None
+    """Why the environment, not the candidate, could not finish this evaluation (the judge crashed
+    or ran out of memory, the problem does not fit the machine, a baseline failed, a worker or the
+    sandbox did not start, the disk is full): reward None, and the episode is not trainable. None
+    when the evaluation finished or the candidate's own code stopped it."""
     sandbox: str | None = None
     """How the candidate ran: `bwrap as nobody`, `bwrap, root in a user namespace (RLIMIT_NPROC not
     binding: ...)`, `bwrap as the current user` or `none (unsafe)`, with how its tasks were capped

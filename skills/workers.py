@@ -28,11 +28,14 @@ T = TypeVar("T")
 class WorkerFailed(Exception):
     """A worker crashed, timed out, or reported an error; `message` is for the agent."""
 
-    def __init__(self, message: str, flag: Flag | None = None, stage: str | None = None) -> None:
+    def __init__(self, message: str, flag: Flag | None = None, stage: str | None = None,
+                 worker: str = "candidate") -> None:
         super().__init__(message)
         self.message = message
         self.flag = flag
         self.stage = stage
+        self.worker = worker
+        """Which worker failed: the judge (trusted: its failure is the environment's) or the candidate."""
 
 
 def _signal_name(code: int | None) -> str:
@@ -121,14 +124,15 @@ class Worker:
         except TimeoutError:
             await self.kill()
             raise WorkerFailed(f"the {self.name} timed out after {limit_s:.0f} s while {what}"
-                               " (an endless loop or kernel?); its process group was killed") from None
+                               " (an endless loop or kernel?); its process group was killed",
+                               worker=self.name) from None
         except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError):
             raise await self._died(f"while {what}") from None
         if isinstance(msg, P.WorkerError):
             prefix = "" if self.name == "candidate" else f"{self.name} ({msg.stage}): "
-            raise WorkerFailed(prefix + msg.message, msg.flag, msg.stage)
+            raise WorkerFailed(prefix + msg.message, msg.flag, msg.stage, worker=self.name)
         if not isinstance(msg, kind):
-            raise WorkerFailed(f"the {self.name} sent {type(msg).__name__} while {what}")
+            raise WorkerFailed(f"the {self.name} sent {type(msg).__name__} while {what}", worker=self.name)
         return msg
 
     async def expect_marked(self, kind: type[T], limit_s: float, what: str) -> tuple[T, list[Mark] | None]:
@@ -178,7 +182,7 @@ class Worker:
         await self.kill()
         tail = self.log_tail().strip()[-1500:]
         detail = f"\n{tail}" if tail else ""
-        return WorkerFailed(f"the {self.name} process died ({_signal_name(code)}) {when}{detail}")
+        return WorkerFailed(f"the {self.name} process died ({_signal_name(code)}) {when}{detail}", worker=self.name)
 
     async def kill(self) -> None:
         if self.marks is not None:

@@ -31,6 +31,7 @@ from skills.harness.exchange import (
     read_output,
     to_device,
 )
+from skills.harness.memory import too_big
 from skills.harness.timing import Loop, Parts
 from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
 from skills.results import OutputError, SetResult
@@ -71,6 +72,10 @@ class Judge:
         self.start = start
         self.device = torch.device(start.device)
         self.loaded = load_problem(start.problem_path, sizes=start.sizes)
+        # Before anything is allocated: a problem too big for this machine is refused in seconds.
+        why = too_big(self.loaded, start.n_sets + start.n_canaries + int(start.shape_check), self.device)
+        if why is not None:
+            raise ProblemRefused(why)
         self.precision = self.loaded.problem.precision
         set_precision(self.precision)
         set_seed(start.seed, -1)
@@ -165,10 +170,12 @@ class Judge:
                        for refs in self.refs)
             if peak < 1e-6:
                 raise ProblemRefused(f"output {i} is tiny (max |value| {peak:.3g}): any answer near 0 would pass")
+            # Near-constant, not only bit-equal: if set 0's answer, returned for every other set,
+            # passes their comparisons, a constant output would score as correct (row 13).
             n = self.start.n_sets
-            if n >= 2 and all(self.refs[k][i].r.shape == ref.r.shape and torch.equal(self.refs[k][i].r, ref.r)
-                              for k in range(1, n)):
-                raise ProblemRefused(f"output {i} is the same for different inputs: it does not depend on them")
+            if n >= 2 and all(compare_output(i, ref.r, self.refs[k][i]).ok for k in range(1, n)):
+                raise ProblemRefused(f"output {i} is (nearly) the same for different inputs: it does not depend"
+                                     " on them enough to grade (one set's answer returned for every set passes)")
 
     def _sample_positions(self) -> list[list[int]]:
         rng = random.Random(self.start.seed ^ 0x5EED)
@@ -239,7 +246,8 @@ class Judge:
     def loop_work(self, req: P.PrepareRequest) -> P.PrepareReport:
         """The timing loop's own work between calls, timed on these sets (the loop never calls the model)."""
         loop = Loop(self.model, self.sets, self.device, req.timing)
-        return P.PrepareReport(nonce=self.start.nonce, prepare_us=loop.prepare_times(req.calls))
+        outs = [ref.r for ref in self.refs[0]] if self.refs else []
+        return P.PrepareReport(nonce=self.start.nonce, prepare_us=loop.prepare_times(req.calls, outs))
 
     def _time(self, fn: Callable[..., Any], timing: P.TimingConfig) -> P.Samples:
         loop = Loop(fn, self.sets, self.device, timing)
