@@ -4,6 +4,7 @@
     python benchmarks/bench_eval.py latency    [--problem level1/02_swish] [--repeats 3]
     python benchmarks/bench_eval.py stability  [--problem level1/02_swish] [--runs 10] [--compiles 8]
     python benchmarks/bench_eval.py ncu        [--problem level1/02_swish]
+    python benchmarks/bench_eval.py repeatability [--problem level1/02_swish] [--runs 10] [--load cpu|compiles|none]
 
 solutions: `final` evaluation of every reference solution (time per call as the caller sees it,
   summed kernel time, eager and torch.compile baselines, speedups with intervals, reward).
@@ -12,11 +13,15 @@ latency:   wall time of the run_tests and profile paths with baselines cached (c
 stability: the same kernel profiled in N separate evaluations; coefficient of variation of the
   medians, on a quiet GPU and while K cold nvcc builds run on the same machine.
 ncu:       wall time of the ncu skill and the metrics it reports.
+repeatability: the same solution graded (final mode, paired rounds) N times, quiet or under load
+  (cpu: 2x the cores in busy processes; compiles: K cold nvcc builds); how often the most common
+  reward came out, and each grading's paired rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -281,6 +286,41 @@ def cmd_ncu(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache)
     return {"wall_s": walls, "report": msgspec.to_builtins(rep)}
 
 
+def _cpu_hogs(factor: int = 2) -> list[subprocess.Popen[bytes]]:
+    """factor x the cores in processes that spin (killed by the caller)."""
+    spin = "while True: pass"
+    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(factor * (os.cpu_count() or 1))]
+
+
+def cmd_repeatability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
+    """The same solution graded `runs` times in final mode under `--load`: the reward's mode share."""
+    problem, ws = _one(args)
+    rows, records = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        load = (_cpu_hogs() if args.load == "cpu" else _compile_storm(args.compiles, Path(tmp))
+                if args.load == "compiles" else [])
+        try:
+            for i in range(args.runs):
+                r, wall = run(problem, ws, "final", cfg, cache)
+                sp = {s.baseline: s for s in r.speedups}
+                rows.append([i, r.reward] + [f"{sp[b].value:.2f} [{sp[b].low:.2f}, {sp[b].high:.2f}] x{sp[b].rounds}"
+                                            if b in sp else None for b in ("eager", "compile")]
+                            + [" ".join(f"{v:.2f}" for v in sp["eager"].round_values) if "eager" in sp else "",
+                               ",".join(f.name for f in r.flags) or (r.error or "")[:60], wall])
+                records.append(msgspec.to_builtins(r))
+        finally:
+            for p in load:
+                p.kill()
+                p.wait()
+    rewards = [rec["reward"] for rec in records]
+    common = max(set(rewards), key=rewards.count) if rewards else None
+    share = rewards.count(common) if rewards else 0
+    print(table(["run", "reward", "x eager [interval] rounds", "x compile [interval] rounds", "eager rounds",
+                 "flags/error", "wall s"], rows))
+    print(f"most common reward {common}: {share} of {len(rewards)} (load: {args.load})")
+    return {"results": records, "load": args.load, "reward_mode": common, "mode_share": share, "runs": len(rewards)}
+
+
 def _one(args: argparse.Namespace) -> tuple[Path, Path]:
     problem = ROOT / "problems" / f"{args.problem}.py"
     ws = ROOT / "problems/solutions" / args.backend / args.problem
@@ -291,7 +331,8 @@ def _one(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("command", choices=["solutions", "latency", "stability", "ncu"])
+    ap.add_argument("command", choices=["solutions", "latency", "stability", "ncu", "repeatability"])
+    ap.add_argument("--load", choices=["none", "cpu", "compiles"], default="none", help="repeatability: load beside")
     ap.add_argument("--backend", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--problem", default="level1/02_swish")
     ap.add_argument("--repeats", type=int, default=3)
@@ -308,7 +349,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache = JsonBaselineCache(args.cache or Path(tmp) / "baselines.json")
         payload = {"cuda": cmd_solutions, "solutions": cmd_solutions, "latency": cmd_latency,
-                   "stability": cmd_stability, "ncu": cmd_ncu}[args.command](args, cfg, cache)
+                   "stability": cmd_stability, "ncu": cmd_ncu, "repeatability": cmd_repeatability}[args.command](args, cfg, cache)
     payload["env"] = environment()
     path = write_result(args.out or f"eval-{args.command}-{args.backend}", payload)
     print(f"wrote {path}")

@@ -34,11 +34,13 @@ from typing import Literal, cast, get_args
 import anyio
 import msgspec
 
+from skills import ext_cache
 from skills.affinity import reserve_timing_cpus, timing_cpus
 from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.build import BuildConfig, BuildResult, build
 from skills.harness import protocol as P
 from skills.marks import Mark
+from skills.paired import PairedConfig, merged, paired_speedup, round_speedup, straddles
 from skills.pids import PidsGroup
 from skills.pids import hierarchy as pids_hierarchy
 from skills.quota import DiskQuota
@@ -56,7 +58,14 @@ from skills.results import (
     TimingResult,
 )
 from skills.reward import get_reward_fn
-from skills.sandbox import SandboxConfig, SandboxUnavailable, clean_env, needed_roots, rlimits_spec
+from skills.sandbox import (
+    EXTENSIONS_MOUNT,
+    SandboxConfig,
+    SandboxUnavailable,
+    clean_env,
+    needed_roots,
+    rlimits_spec,
+)
 from skills.sandbox import active as sandbox_active
 from skills.sandbox import wrap as sandbox_wrap
 from skills.static_check import check_workspace
@@ -87,6 +96,8 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """The timing loop (candidate and baselines alike)."""
     baselines: list[Literal["eager", "compile"]] = msgspec.field(default_factory=lambda: ["eager", "compile"])
     """Baselines to time in profile/final mode."""
+    paired: PairedConfig = msgspec.field(default_factory=PairedConfig)
+    """Final mode: the candidate and its baselines timed in turn, in rounds (skills/paired.py)."""
     margin: float = 0.05
     """"Faster" means the conservative speedup exceeds 1 + margin."""
     reward_fn: str = "milestone"
@@ -125,8 +136,10 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     clock_marks: bool = True
     """Candidate timed calls mark their start and end on a kernel-stamped socket that the parent
     checks the reported times against (skills/marks.py; EXPLOITS row 4). Off only to measure it."""
-    torch_extensions_dir: str | None = None
-    """Where load_inline solutions build (shared cache); None gives each evaluation a fresh one."""
+    extension_cache_dir: str | None = None
+    """Where the parent keeps the load_inline builds of evaluations that passed, for evaluations of
+    the same code (skills/ext_cache.py; never visible to candidates); None: no reuse. Each
+    evaluation builds in a torch extensions folder of its own."""
 
 
 class _State:
@@ -148,9 +161,15 @@ class _State:
         self.precision: Precision = "fp32"
         self.gpu: str | None = None
         self.torch_version = ""
+        self.input_shapes: list[list[int]] = []
         self.times = StageTimes()
         self.log = ""
         self.sandbox: str | None = None
+        self.paired: list[Speedup] | None = None
+        """Final mode: the speedups from paired rounds (skills/paired.py), which the reward uses."""
+        self.round_samples: list[P.Samples] = []
+        self.compile_error: str | None = None
+        self.base_samples: dict[str, list[P.Samples]] = {}
         self.environment_fault: str | None = None
         """Set when the environment, not the candidate, stopped the evaluation (reward None)."""
         self.config = config
@@ -167,17 +186,15 @@ def _timing_result(samples: P.Samples) -> TimingResult:
 
 
 def speedup(baseline: str, base: TimingResult, cand: TimingResult, margin: float) -> Speedup:
-    b, c = base.per_call_us, cand.per_call_us
-    if min(c.low, c.median, c.high) <= 0:  # impossible timings (flagged by floor_check)
-        return Speedup(baseline=baseline, value=0.0, low=0.0, high=0.0, faster=False)
-    low = b.low / c.high
-    return Speedup(baseline=baseline, value=b.median / c.median, low=low, high=b.high / c.low, faster=low > 1.0 + margin)
+    """One candidate loop against one baseline loop (profile mode: the baseline maybe cached)."""
+    value, low, high = round_speedup(base, cand)
+    return Speedup(baseline=baseline, value=value, low=low, high=high, faster=low > 1.0 + margin)
 
 
 def finish(state: _State) -> EvalResult:
     cfg = state.config
-    speedups = []
-    if state.candidate is not None:
+    speedups = list(state.paired or [])
+    if state.candidate is not None and state.paired is None:
         for name, base in (("eager", state.eager), ("compile", state.compiled_baseline)):
             if base is not None:
                 speedups.append(speedup(name, base, state.candidate, cfg.margin))
@@ -190,7 +207,7 @@ def finish(state: _State) -> EvalResult:
         candidate=state.candidate, eager=state.eager, compiled_baseline=state.compiled_baseline,
         speedups=speedups, reward=None, reward_fn=None, precision=state.precision, gpu=state.gpu,
         torch_version=state.torch_version, stages=state.times, log=state.log, sandbox=state.sandbox,
-        environment_fault=state.environment_fault,
+        environment_fault=state.environment_fault, input_shapes=state.input_shapes,
     )
     if state.mode == "final" and state.environment_fault is None and not (state.error and state.stage == "problem"):
         result.reward = get_reward_fn(cfg.reward_fn)(result)
@@ -296,7 +313,7 @@ def worker_env(config: EvalConfig, scratch: Path) -> dict[str, str]:
     # The project first; then whatever path the evaluator itself runs with (packages outside a venv).
     env["PYTHONPATH"] = os.pathsep.join([str(PROJECT_ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     env["PYTHONUNBUFFERED"] = "1"
-    env["TORCH_EXTENSIONS_DIR"] = config.torch_extensions_dir or str(scratch / "torch_extensions")
+    env["TORCH_EXTENSIONS_DIR"] = str(scratch / "torch_extensions")  # the evaluation's own, never shared
     env["TMPDIR"] = str(scratch / "tmp")
     if config.gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = config.gpu
@@ -347,12 +364,16 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
         try:
             await anyio.to_thread.run_sync(fill_scratch, slot.scratch, ws, built)
             await anyio.to_thread.run_sync(copy_problem, problem, slot.scratch)
+            reuse = await anyio.to_thread.run_sync(ext_cache.seed, cfg.extension_cache_dir, slot.scratch.workspace,
+                                                   slot.scratch.root / "torch_extensions", cfg.backend, slot.scratch.run_as)
         except OSError as exc:  # e.g. the disk or /dev/shm is full
             state.error = environment_fault(state, f"the evaluation's scratch folder could not be filled: {exc}")
             await slot.cand.close()
             await slot.judge.close()
             return finish(state)
         await _run_workers(problem, built, slot, state, baseline_cache)
+        passed = bool(state.sets) and all(s.ok for s in state.sets) and state.error is None and not state.flags
+        state.times.parts |= await anyio.to_thread.run_sync(ext_cache.keep, reuse, passed)
     finally:
         await anyio.to_thread.run_sync(shutil.rmtree, slot.scratch.root, True)
     return finish(state)
@@ -409,10 +430,12 @@ async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
 
 
 def candidate_env(cfg: EvalConfig, env: dict[str, str]) -> dict[str, str]:
-    """The allowlisted environment, the rlimits, and the sandbox's sized private /tmp as TMPDIR."""
+    """The allowlisted environment, the rlimits, the sandbox's sized private /tmp as TMPDIR, and
+    its private torch extensions folder where the sandbox shows it (one path for all evaluations)."""
     out = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
     if sandbox_active(cfg.sandbox):
         out["TMPDIR"] = "/tmp"
+        out["TORCH_EXTENSIONS_DIR"] = str(EXTENSIONS_MOUNT)
     return out
 
 
@@ -422,16 +445,13 @@ def candidate_command(cfg: EvalConfig, scratch: Scratch) -> list[str]:
 
 
 def sandbox_cmd(cfg: EvalConfig, scratch: Scratch, cmd: list[str]) -> list[str]:
-    """`cmd` (which runs candidate code) inside the sandbox over this scratch folder."""
+    """`cmd` (which runs candidate code) inside the sandbox over this scratch folder: of it the
+    candidate sees the exchange folder, the library and its workspace copy read-only, and its out/
+    and torch_extensions/ (at EXTENSIONS_MOUNT) writable."""
     root = scratch.root
-    ext_dir = Path(cfg.torch_extensions_dir) if cfg.torch_extensions_dir else root / "torch_extensions"
-    if not ext_dir.is_dir():  # a shared cache dir (kagent eval) may not exist yet on a fresh machine
-        ext_dir.mkdir(parents=True, exist_ok=True)
-        if scratch.run_as is not None:
-            os.chown(ext_dir, scratch.run_as, scratch.run_as)
     return sandbox_wrap(cmd, cfg=cfg.sandbox,
                         readable=[root / "exchange", root / "lib", scratch.workspace],
-                        writable=[root / "out", ext_dir], cwd=scratch.workspace,
+                        writable=[root / "out"], extensions=root / "torch_extensions", cwd=scratch.workspace,
                         gpu=cfg.backend == "cuda")
 
 
@@ -471,9 +491,8 @@ async def _run_workers(problem: Path, built: BuildResult | None, slot: Slot,
 
 def _quota_paths(cfg: EvalConfig, scratch: Scratch) -> list[Path]:
     """The host-visible folders the candidate can fill (RAM in /dev/shm): out/, tmp/ (its TMPDIR
-    when unsandboxed) and its own torch extensions folder (not a shared cache: that is not its alone)."""
-    paths = [scratch.root / "out", scratch.root / "tmp"]
-    return paths if cfg.torch_extensions_dir else [*paths, scratch.root / "torch_extensions"]
+    when unsandboxed) and its own torch extensions folder."""
+    return [scratch.root / "out", scratch.root / "tmp", scratch.root / "torch_extensions"]
 
 
 async def _limit_tasks(cand: Worker, scratch: Scratch, state: _State) -> PidsGroup | None:
@@ -512,7 +531,7 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device, seed=seed,
                                   n_sets=cfg.n_sets,
                                   # canaries are only used by the timing loop, which test mode skips
-                                  n_canaries=cfg.n_canaries if state.mode != "test" else 0,
+                                  n_canaries=cfg.n_canaries * _timed_rounds(cfg, state.mode),
                                   samples_per_output=cfg.samples_per_output, exchange_dir=str(scratch.root / "exchange"),
                                   shape_check=cfg.shape_check))
     await cand.send(P.CandStart(
@@ -523,7 +542,7 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
         kernel_names=[r.kernel for r in built.resources] if built else []))
     ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")
     state.problem, state.problem_id, state.precision = ready.name, ready.problem_id, ready.precision
-    state.gpu, state.torch_version = ready.gpu, ready.torch_version
+    state.gpu, state.torch_version, state.input_shapes = ready.gpu, ready.torch_version, ready.input_shapes
     await cand.expect(P.CandImported, cfg.timeout_import_s, "importing model_new.py")
     state.times.workers_ready = time.perf_counter() - t
 
@@ -549,36 +568,118 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
 
     t = time.perf_counter()
     state.stage = "timing"
-    rng = random.Random(seed)
+    if state.mode != "final" or cfg.paired.min_rounds <= 0:
+        state.candidate = await _candidate_round(judge, cand, state, ready, seed, nonce, device, 0)
+        await cand.close()  # free its memory and the GPU before baselines run
+        state.times.timing = time.perf_counter() - t
+        t = time.perf_counter()
+        state.stage = "baseline"
+        await _baselines(judge, state, cache, nonce, device, sizes)
+        state.times.baselines = time.perf_counter() - t
+        state.stage = "done"
+        return
+    await _paired_rounds(judge, cand, state, ready, seed, nonce, device)
+    if cache is not None and (state.eager is not None or state.compiled_baseline is not None):
+        # the paired rounds' baselines, fresher than any cached ones, serve the next profile()
+        cache.put(_baseline_key(state, sizes), BaselineEntry(
+            eager=state.eager, compile=state.compiled_baseline, compile_error=state.compile_error,
+            measured_at=time.time()))
+    state.times.timing = time.perf_counter() - t - (state.times.baselines or 0.0)  # the candidate's rounds
+    state.stage = "done"
+
+
+async def _paired_rounds(judge: Worker, cand: Worker, state: _State, ready: P.JudgeReady, seed: int,
+                         nonce: str, device: str) -> None:
+    """Final mode: rounds of the candidate's loop and then each baseline's, under the same load,
+    until the speedups are decided (skills/paired.py); the reward's speedups come from the pairs."""
+    cfg = state.config
+    cands: list[TimingResult] = []
+    bases: dict[str, list[TimingResult]] = {}
+    which = list(cfg.baselines)
+    while True:
+        state.stage = "timing"
+        cands.append(await _candidate_round(judge, cand, state, ready, seed, nonce, device, len(cands)))
+        if state.flags:
+            break  # the reward is -1 whatever the baselines do
+        state.stage = "baseline"
+        t = time.perf_counter()
+        which = await _baseline_round(judge, state, nonce, which, bases)
+        state.times.baselines = (state.times.baselines or 0.0) + time.perf_counter() - t
+        state.paired = [paired_speedup(name, rounds, cands, cfg.margin) for name, rounds in bases.items()]
+        if len(cands) >= cfg.paired.max_rounds or (
+                len(cands) >= cfg.paired.min_rounds and not any(straddles(s, cfg.margin) for s in state.paired)):
+            break
+    await cand.close()
+    state.candidate = _merged_result(cands, state.round_samples)
+    state.eager = _merged_result(bases["eager"], state.base_samples["eager"]) if "eager" in bases else None
+    state.compiled_baseline = (_merged_result(bases["compile"], state.base_samples["compile"])
+                               if "compile" in bases else None)
+
+
+def _merged_result(rounds: list[TimingResult], samples: list[P.Samples]) -> TimingResult:
+    """One callable's timing over all its rounds (window and gap: the median round's)."""
+    out = _timing_result(merged(samples))
+    windows = [r.window_us for r in rounds if r.window_us is not None]
+    gaps = [r.between_us for r in rounds if r.between_us is not None]
+    out.window_us = statistics.median(windows) if windows else None
+    out.between_us = statistics.median(gaps) if gaps else None
+    return out
+
+
+async def _baseline_round(judge: Worker, state: _State, nonce: str, which: list[Literal["eager", "compile"]],
+                          bases: dict[str, list[TimingResult]]) -> list[Literal["eager", "compile"]]:
+    """One loop of each baseline in `which`, right after a candidate round; returns the baselines
+    to time next round (torch.compile failing is a fact about the problem: not asked again)."""
+    cfg = state.config
+    async with state.quiet():
+        await judge.send(P.BaselineRequest(nonce=nonce, which=which, timing=cfg.timing))
+        rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")
+    for name, samples in (("eager", rep.eager), ("compile", rep.compile)):
+        if samples is not None:
+            bases.setdefault(name, []).append(_timing_result(samples))
+            state.base_samples.setdefault(name, []).append(samples)
+    state.compile_error = state.compile_error or rep.compile_error
+    return [b for b in which if not (b == "compile" and rep.compile_error is not None)]
+
+
+async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.JudgeReady, seed: int,
+                           nonce: str, device: str, r: int) -> TimingResult:
+    """One timed loop of the candidate with round r's own canaries and their secret places, and
+    every check on it (their flags go to the state)."""
+    cfg = state.config
+    first = cfg.n_sets + r * cfg.n_canaries  # this round's canaries, in the judge's numbering of sets
+    rng = random.Random(seed + r)
     fractions = [rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)]
     async with state.quiet():
         before = await _loop_work(judge, nonce, cfg)
         await cand.send(P.CandTime(nonce=nonce, sample_positions=ready.sample_positions,
-                                   canary_seeds=[P.derive_seed(seed, cfg.n_sets + c) for c in range(cfg.n_canaries)],
-                                   canary_fingerprints=ready.fingerprints[cfg.n_sets:],
+                                   canary_seeds=[P.derive_seed(seed, first + c) for c in range(cfg.n_canaries)],
+                                   canary_fingerprints=ready.fingerprints[first:first + cfg.n_canaries],
                                    timing=cfg.timing, canary_fractions=fractions,
-                                   profile_calls=cfg.profile_calls if device == "cuda" else 0))
+                                   profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0))
         timed, marks = await cand.expect_marked(P.CandTiming, cfg.timeout_timing_s, "timing")
         after = await _loop_work(judge, nonce, cfg)  # the machine's load may have changed meanwhile
-    state.times.parts |= {f"candidate {k}": v for k, v in timed.seconds.items()}
-    await cand.close()  # free its memory and the GPU before baselines run
-    state.times.timing = time.perf_counter() - t
-    state.candidate = _timing_result(timed.samples)
+    for k, v in timed.seconds.items():
+        state.times.parts[f"candidate {k}"] = state.times.parts.get(f"candidate {k}", 0.0) + v
+    result = _timing_result(timed.samples)
+    state.round_samples.append(timed.samples)
     seen = mark_windows(marks, len(timed.samples.per_call_us)) if marks else None
     if seen is not None:
-        state.candidate.window_us = statistics.median(seen[0])
-        state.candidate.between_us = statistics.median(seen[1]) if seen[1] else None
-    state.flags += (timed.flags + spot_check(timed, ready, cfg.n_sets) + sync_check(timed.samples)
-                    + floor_check(state.candidate, ready.read_bytes, cfg) + canary_time_check(timed, cfg.n_sets)
-                    + order_check(timed, cfg.n_sets, fractions)
-                    + clock_check(timed.samples, marks, cfg.timing.lead_us if device == "cuda" else 0.0,
-                                  [before, after]))
+        result.window_us = statistics.median(seen[0])
+        result.between_us = statistics.median(seen[1]) if seen[1] else None
+    flags = (timed.flags + spot_check(timed, ready, cfg.n_sets, first) + sync_check(timed.samples)
+             + floor_check(result, ready.read_bytes, cfg) + canary_time_check(timed, cfg.n_sets)
+             + order_check(timed, cfg.n_sets, fractions)
+             + clock_check(timed.samples, marks, cfg.timing.lead_us if device == "cuda" else 0.0, [before, after]))
+    state.flags += [f for f in flags if f.name not in {g.name for g in state.flags}]
+    return result
 
-    t = time.perf_counter()
-    state.stage = "baseline"
-    await _baselines(judge, state, cache, nonce, device, sizes)
-    state.times.baselines = time.perf_counter() - t
-    state.stage = "done"
+
+def _timed_rounds(cfg: EvalConfig, mode: Mode) -> int:
+    """Candidate loops an evaluation may time, each with canaries of its own."""
+    if mode == "test":
+        return 0
+    return max(1, cfg.paired.max_rounds) if mode == "final" and cfg.paired.min_rounds > 0 else 1
 
 
 async def _loop_work(judge: Worker, nonce: str, cfg: EvalConfig) -> list[float]:
@@ -586,6 +687,63 @@ async def _loop_work(judge: Worker, nonce: str, cfg: EvalConfig) -> list[float]:
     the trusted yardstick for the time between the candidate's timed calls (clock_check)."""
     await judge.send(P.PrepareRequest(nonce=nonce, timing=cfg.timing))
     return (await judge.expect(P.PrepareReport, cfg.timeout_run_s, "timing the loop's own work")).prepare_us
+
+
+async def evaluate_baselines(problem_path: str | Path, *, config: EvalConfig | None = None,
+                             baseline_cache: BaselineCache | None = None) -> EvalResult:
+    """profile mode with nothing to run (model_new.py still the template): the judge alone draws the
+    sets and times the baselines, as it does for a failed candidate (`_baselines_for_agent`), so the
+    workflow's first profile() shows the times to beat without a candidate failing at init. The
+    times go to the cache under the same key, so the next profile() reuses them."""
+    cfg = config or EvalConfig()
+    state = _State(str(problem_path), cfg, "profile")
+    problem = Path(await anyio.Path(problem_path).resolve())
+    nonce = secrets.token_hex(16)
+    try:
+        scratch = await anyio.to_thread.run_sync(make_scratch, cfg.sandbox)
+    except OSError as exc:
+        state.error = environment_fault(state, f"the judge's scratch folder could not be made: {exc}")
+        return finish(state)
+    try:
+        try:
+            judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"],
+                                       worker_env(cfg, scratch.root), nonce)
+        except OSError as exc:
+            state.error = environment_fault(state, f"the judge could not be started: {exc}")
+            return finish(state)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(judge.drain_stderr)
+            try:
+                await _judge_baselines(judge, problem, scratch, state, baseline_cache, nonce)
+            except WorkerFailed as exc:
+                state.error = environment_fault(state, exc.message)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await judge.close()
+    finally:
+        await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)
+    return finish(state)
+
+
+async def _judge_baselines(judge: Worker, problem: Path, scratch: Scratch, state: _State,
+                           cache: BaselineCache | None, nonce: str) -> None:
+    cfg = state.config
+    device = "cuda" if cfg.backend == "cuda" else "cpu"
+    sizes = cfg.sizes or ("small" if cfg.backend == "cpu" else "default")
+    await judge.send(P.Preinit())
+    await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device,
+                                  seed=secrets.randbits(62), n_sets=cfg.n_sets, n_canaries=0,
+                                  samples_per_output=cfg.samples_per_output,
+                                  exchange_dir=str(scratch.root / "exchange"), shape_check=False))
+    ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")
+    state.problem, state.problem_id, state.precision = ready.name, ready.problem_id, ready.precision
+    state.gpu, state.torch_version, state.input_shapes = ready.gpu, ready.torch_version, ready.input_shapes
+    state.stage = "baseline"
+    t = time.perf_counter()
+    await _baselines(judge, state, cache, nonce, device, sizes)
+    state.times.baselines = time.perf_counter() - t
+    state.stage = "load"
+    state.error = "ModelNew was not run: only the baselines were timed"
 
 
 async def _baselines_for_agent(judge: Worker, cand: Worker, state: _State, cache: BaselineCache | None,
@@ -600,12 +758,16 @@ async def _baselines_for_agent(judge: Worker, cand: Worker, state: _State, cache
         state.error = f"{state.error}\n(baselines: {exc.message})"
 
 
+def _baseline_key(state: _State, sizes: str) -> BaselineKey:
+    dev_name = state.gpu or f"cpu:{platform.processor() or platform.machine()}:{os.cpu_count()}"
+    return BaselineKey(problem_id=state.problem_id, device=dev_name, torch_version=state.torch_version,
+                       precision=state.precision, sizes=sizes, timing=state.config.timing.method())
+
+
 async def _baselines(judge: Worker, state: _State, cache: BaselineCache | None, nonce: str,
                      device: str, sizes: str) -> None:
     cfg = state.config
-    dev_name = state.gpu or f"cpu:{platform.processor() or platform.machine()}:{os.cpu_count()}"
-    key = BaselineKey(problem_id=state.problem_id, device=dev_name, torch_version=state.torch_version,
-                      precision=state.precision, sizes=sizes, timing=cfg.timing.method())
+    key = _baseline_key(state, sizes)
     entry = cache.get(key) if cache is not None else None
     want = [b for b in cfg.baselines if entry is None or (b == "eager" and entry.eager is None)
             or (b == "compile" and entry.compile is None and entry.compile_error is None)]
@@ -625,13 +787,19 @@ async def _baselines(judge: Worker, state: _State, cache: BaselineCache | None, 
         state.compiled_baseline = entry.compile if "compile" in cfg.baselines else None
 
 
-def spot_check(timed: P.CandTiming, ready: P.JudgeReady, n_regular: int) -> list[Flag]:
-    """Rows 7-9: every timed call's output, sampled at secret positions, must match its set's reference."""
+def spot_check(timed: P.CandTiming, ready: P.JudgeReady, n_regular: int, first_canary: int | None = None) -> list[Flag]:
+    """Rows 7-9: every timed call's output, sampled at secret positions, must match its set's
+    reference. The loop numbers its canaries from n_regular; they are the judge's sets from
+    `first_canary` on (a later paired round has canaries of its own)."""
     refs = {s.set_index: s for s in ready.samples}
+    offset = (n_regular if first_canary is None else first_canary) - n_regular
     bad_calls = 0
     bad_canaries = 0
     for call, set_index in enumerate(timed.set_order):
-        ref = refs[set_index]
+        ref = refs.get(set_index + offset if set_index >= n_regular else set_index)
+        if ref is None:  # a set the loop was never given: the order check names it
+            bad_calls += 1
+            continue
         values = timed.spot[call] if call < len(timed.spot) else []
         ok = len(values) == len(ref.values) and all(
             _close(v, r, b) for out_v, out_r, out_b in zip(values, ref.values, ref.budgets, strict=True)

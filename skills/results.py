@@ -129,7 +129,14 @@ class Speedup(msgspec.Struct):
     high: float
     """Optimistic end: baseline high over candidate low."""
     faster: bool
-    """More than the margin faster, judged on the interval (`low` > 1 + margin)."""
+    """More than the margin faster, judged on the interval (`low` > 1 + margin); with paired
+    rounds, by the rounds' median point where the interval still straddles after the last round
+    (skills/paired.py)."""
+    rounds: int = 1
+    """Paired rounds the speedup comes from (1: one candidate loop against one baseline loop, the
+    baseline maybe from the cache)."""
+    round_values: list[float] = msgspec.field(default_factory=list)
+    """Each paired round's ratio of medians: their spread shows how loaded the host was."""
 
 
 class StageTimes(msgspec.Struct):
@@ -209,3 +216,6 @@ class EvalResult(msgspec.Struct):
     """How the candidate ran: `bwrap as nobody`, `bwrap, root in a user namespace (RLIMIT_NPROC not
     binding: ...)`, `bwrap as the current user` or `none (unsafe)`, with how its tasks were capped
     (`; tasks capped by a pids cgroup`, or why not); None when no candidate process was started."""
+    input_shapes: list[list[int]] = msgspec.field(default_factory=list)
+    """Shape of each tensor input at the timed sizes (what the regular sets and the timing loop
+    used; the judge's JudgeReady.input_shapes); empty when the judge never got that far."""

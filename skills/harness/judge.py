@@ -73,7 +73,7 @@ class Judge:
         self.device = torch.device(start.device)
         self.loaded = load_problem(start.problem_path, sizes=start.sizes)
         # Before anything is allocated: a problem too big for this machine is refused in seconds.
-        why = too_big(self.loaded, start.n_sets + start.n_canaries + int(start.shape_check), self.device)
+        why = too_big(self.loaded, start.n_sets + min(start.n_canaries, 1) + int(start.shape_check), self.device)
         if why is not None:
             raise ProblemRefused(why)
         self.precision = self.loaded.problem.precision
@@ -83,6 +83,7 @@ class Judge:
         self.model, self.model64, self.state = self._models(self.loaded, self.init_inputs)
         self.exchange = Path(start.exchange_dir)
         self.refs: list[list[Reference]] = []
+        self.compiled: Any = None
         self.sets: list[list[Any]] = []
         self.shape_refs: list[Reference] = []
         self.shape_sizes: Sizes | None = None
@@ -109,32 +110,32 @@ class Judge:
     def build(self) -> P.JudgeReady:
         """Draw every input set, compute references, write the weights for the candidate."""
         self._write_init("init.pt", self.init_inputs, self.state)
-        n_total = self.start.n_sets + self.start.n_canaries
-        all_refs: list[list[Reference]] = []
         prints: list[list[float]] = []
-        for k in range(n_total):
+        for k in range(self.start.n_sets):
             # Factory calls in get_inputs() land on the device: drawing 64M normals there takes
             # milliseconds instead of the CPU's seconds (same distributions, different stream).
-            dev_inputs = draw_inputs(self.loaded.get_inputs, P.derive_seed(self.start.seed, k), self.device)
-            prints.append(fingerprint(dev_inputs))
-            all_refs.append(self._references(self.model, self.model64, dev_inputs))
-            if k < self.start.n_sets:
-                self.sets.append(dev_inputs)
-        self.refs = all_refs
+            dev_inputs = self._draw(k, prints)
+            self.refs.append(self._references(self.model, self.model64, dev_inputs))
+            self.sets.append(dev_inputs)
         self._refuse_degenerate()
         positions = self._sample_positions()
-        samples = [self._sample_refs(k, positions) for k in range(n_total)]
-        # Canary references are needed only at the sample positions.
-        self.refs = all_refs[: self.start.n_sets]
+        samples = [self._sample_refs(k, refs, positions) for k, refs in enumerate(self.refs)]
+        # Canaries (a few per paired round) are needed only at the sample positions: one at a
+        # time is resident, so their number does not raise the judge's peak memory.
+        for k in range(self.start.n_sets, self.start.n_sets + self.start.n_canaries):
+            refs = self._references(self.model, self.model64, self._draw(k, prints))
+            samples.append(self._sample_refs(k, refs, positions))
+            del refs
         shape_print, shape_init = self._shape_set() if self.start.shape_check else ([], False)
         props = torch.cuda.get_device_properties(self.device) if self.device.type == "cuda" else None
         return P.JudgeReady(
             nonce=self.start.nonce, name=self.loaded.problem.name, problem_id=self.loaded.problem.id,
-            precision=self.precision, n_outputs=len(all_refs[0]), sample_positions=positions,
+            precision=self.precision, n_outputs=len(self.refs[0]), sample_positions=positions,
             samples=samples, gpu=props.name if props else None, torch_version=str(torch.__version__),
             l2_bytes=int(props.L2_cache_size) if props else 0, read_bytes=self._read_bytes(),
             fingerprints=prints, shape_sizes=cast(Literal["small", "check"] | None, self.shape_sizes),
             shape_fingerprint=shape_print, shape_init=shape_init,
+            input_shapes=[list(a.shape) for a in self.sets[0] if isinstance(a, torch.Tensor)] if self.sets else [],
         )
 
     def _shape_set(self) -> tuple[list[float], bool]:
@@ -186,9 +187,15 @@ class Judge:
             out.append(sorted(rng.sample(range(n), k)))
         return out
 
-    def _sample_refs(self, k: int, positions: list[list[int]]) -> P.SampleRefs:
+    def _draw(self, k: int, prints: list[list[float]]) -> list[Any]:
+        """Input set k on the judge's device; its checksum appended to `prints`."""
+        inputs = draw_inputs(self.loaded.get_inputs, P.derive_seed(self.start.seed, k), self.device)
+        prints.append(fingerprint(inputs))
+        return inputs
+
+    def _sample_refs(self, k: int, refs: list[Reference], positions: list[list[int]]) -> P.SampleRefs:
         values, budgets = [], []
-        for ref, pos in zip(self.refs[k], positions, strict=True):
+        for ref, pos in zip(refs, positions, strict=True):
             idx = torch.tensor(pos, dtype=torch.long, device=ref.r64.device)
             values.append(ref.r64.reshape(-1)[idx].tolist())
             budgets.append(ref.budget.reshape(-1)[idx].tolist())
@@ -238,7 +245,9 @@ class Judge:
                 eager = self._time(self.model, req.timing)
             if "compile" in req.which:
                 try:
-                    compiled = self._time(torch.compile(self.model), req.timing)
+                    if self.compiled is None:  # compiled once: later paired rounds reuse it
+                        self.compiled = torch.compile(self.model)
+                    compiled = self._time(self.compiled, req.timing)
                 except Exception as exc:  # torch.compile failing is a fact about the problem, reported
                     error = f"{type(exc).__name__}: {exc}"[:2000]
         return P.BaselineReport(nonce=self.start.nonce, eager=eager, compile=compiled, compile_error=error)

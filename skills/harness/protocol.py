@@ -119,6 +119,9 @@ class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
     shape_fingerprint: list[float] = msgspec.field(default_factory=list)
     shape_init: bool = False
     """The shape check's model has init inputs of its own: weights in exchange/init_shape.pt."""
+    input_shapes: list[list[int]] = msgspec.field(default_factory=list)
+    """Shape of each tensor input of the regular sets (the timed sizes; non-tensor inputs left out),
+    so the agent's report can say what was timed and checked."""
 
 
 class OutputFile(msgspec.Struct, kw_only=True):
