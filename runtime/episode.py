@@ -134,7 +134,7 @@ class Episode:
         self.store, self.policy, self.problem, self.limits = store, policy, problem, limits
         self.rerun_of = rerun_of
         self.workspace, self.evaluator, self.origin, self.on_event = workspace, evaluator, origin, on_event
-        schemas = tool_schemas(tools)
+        schemas = tool_schemas(tools, backend=evaluator.config.backend)
         self.tools = [s["function"]["name"] for s in schemas]
         messages = opening_messages(problem, source, evaluator.config.backend)
         self.conv = policy.conversation(messages, schemas, max_context_tokens=limits.max_context_tokens)

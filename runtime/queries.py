@@ -41,7 +41,8 @@ class EpisodeSummary(msgspec.Struct, kw_only=True):
     tool_calls: int
     """Tool calls stored."""
     completion_tokens: int | None
-    """Sampled tokens stored (None when no turn has token ids)."""
+    """Completion tokens: per turn the server's count, else the stored ids' length; None when
+    no turn has either (migration 0004: the same convention as `kagent episodes show`)."""
     speedup_eager: float | None
     """Speedup over eager of the last final evaluation."""
     speedup_compile: float | None

@@ -9,6 +9,7 @@ unless `full`.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from runtime.store import EpisodeDetail, Message, ToolCallRow, TurnRow
 from skills.report import format_result
@@ -48,19 +49,48 @@ def header(detail: EpisodeDetail) -> list[str]:
     split = (f" (policy {e.policy_seconds:.1f} s, tools {e.tool_seconds:.1f} s)"
              if e.policy_seconds is not None and e.tool_seconds is not None else "")
     sampled = sum(len(t.completion_ids or ()) for t in detail.turns)
-    prompt = sum(t.prompt_tokens or 0 for t in detail.turns)
+    prompt = _total(prompt_tokens(t) for t in detail.turns)
+    completion = _total(completion_tokens(t) for t in detail.turns)
     missing = sum(t.completion_ids is None for t in detail.turns)
     lines = [
         f"episode {e.id} · {p.name} (problem {p.id}) · origin {e.origin} · policy v{_num(e.policy_version)}",
         f"status {e.status} · reward {_num(e.reward)} · trainable {'yes' if e.trainable else 'no'}"
         f" · started {when} · {took}{split}",
-        f"{len(detail.turns)} turns · {len(detail.tool_calls)} tool calls · {prompt} prompt tokens"
-        f" (as reported) · {sampled} sampled token ids stored"
+        f"{len(detail.turns)} turns · {len(detail.tool_calls)} tool calls · {_token_counts(prompt, completion)}"
+        f" · {sampled} sampled token ids stored"
         + (f" · {missing} turns without token ids" if missing else ""),
     ]
     if e.error:
         lines.append(f"error: {e.error}")
     return lines
+
+
+def prompt_tokens(turn: TurnRow) -> int | None:
+    """The turn's prompt length as the server reported it, else as the stored ids give it, else
+    None: the convention of the store's episode_summary view (migration 0004)."""
+    if turn.prompt_tokens is not None:
+        return turn.prompt_tokens
+    return turn.prompt_prefix + len(turn.prompt_ids) if turn.prompt_ids is not None else None
+
+
+def completion_tokens(turn: TurnRow) -> int | None:
+    """The turn's completion length: reported, else the stored ids' count, else None."""
+    if turn.completion_tokens is not None:
+        return turn.completion_tokens
+    return len(turn.completion_ids) if turn.completion_ids is not None else None
+
+
+def _total(counts: Iterable[int | None]) -> int | None:
+    """SQL's sum: the known counts added up, None when none is known."""
+    known = [c for c in counts if c is not None]
+    return sum(known) if known else None
+
+
+def _token_counts(prompt: int | None, completion: int | None) -> str:
+    if prompt is None and completion is None:
+        return "tokens not reported"
+    return " + ".join([f"{'not reported' if prompt is None else prompt} prompt",
+                       f"{'not reported' if completion is None else completion} completion tokens"])
 
 
 def _message(m: Message, full: bool) -> str:
@@ -89,9 +119,8 @@ def _call(call: ToolCallRow, full: bool) -> list[str]:
 
 
 def turn_lines(turn: TurnRow, calls: list[ToolCallRow], *, full: bool, tokens: bool) -> list[str]:
-    sampled = len(turn.completion_ids) if turn.completion_ids is not None else turn.completion_tokens
-    lines = [f"── turn {turn.index} · policy v{_num(turn.policy_version)} · {_num(turn.prompt_tokens)} prompt"
-             f" + {_num(sampled)} sampled tokens · finish {turn.finish_reason or '—'}"
+    lines = [f"── turn {turn.index} · policy v{_num(turn.policy_version)} · {_token_counts(prompt_tokens(turn), completion_tokens(turn))}"
+             f" · finish {turn.finish_reason or '—'}"
              f" · {_num(turn.duration, '{:.2f}')} s"]
     lines += [_message(m, full) for m in turn.messages if m.role != "tool"]
     if turn.text.strip():

@@ -131,10 +131,20 @@ def tool_schema(skill: Skill) -> dict[str, Any]:
     }
 
 
-def tool_schemas(names: list[str] | None = None) -> list[dict[str, Any]]:
-    """Tool entries for `names` (in that order), or for every registered skill sorted by name."""
+def offered(skill: Skill, backend: str | None) -> bool:
+    """Whether an episode on `backend` offers the skill: a skill may name the backends it works on
+    in a `backends` attribute (ncu: cuda only), so no tool is listed that can only answer that it
+    cannot run here; None (no backend given) offers every skill."""
+    backends: tuple[str, ...] | None = getattr(skill, "backends", None)
+    return backend is None or backends is None or backend in backends
+
+
+def tool_schemas(names: list[str] | None = None, *, backend: str | None = None) -> list[dict[str, Any]]:
+    """Tool entries for `names` (in that order), or for every registered skill sorted by name;
+    with a `backend`, only the skills offered on it."""
     chosen = sorted(SKILLS) if names is None else names
-    return [tool_schema(get_skill(n)) for n in chosen]
+    skills = [get_skill(n) for n in chosen]
+    return [tool_schema(s) for s in skills if offered(s, backend)]
 
 
 async def call_skill(name: str, arguments: str | dict[str, Any], ctx: SkillContext) -> SkillResult:

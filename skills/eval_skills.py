@@ -23,16 +23,18 @@ from skills.evaluate import (
     build_workspace,
     candidate_env,
     evaluate,
+    evaluate_baselines,
     fill_scratch,
     make_scratch,
     sandbox_cmd,
     worker_env,
 )
 from skills.ncu import NcuReport, find_ncu, format_report, ncu_command, run_ncu
-from skills.report import format_build, format_result
+from skills.report import format_baselines, format_build, format_result
 from skills.results import EvalResult, Mode
 from skills.sandbox import SandboxUnavailable
 from skills.static_check import check_workspace
+from skills.workspace import MODEL_NEW_TEMPLATE, Workspace, WorkspaceError
 
 
 class Evaluator:
@@ -53,6 +55,10 @@ class Evaluator:
         with tempfile.TemporaryDirectory(prefix="kagent-snap-") as tmp:
             snap = await anyio.to_thread.run_sync(_snapshot, workspace, Path(tmp) / "ws")
             return await evaluate(self.problem_path, snap, mode=mode, config=self.config, baseline_cache=self.cache)
+
+    async def baselines(self) -> EvalResult:
+        """The baselines alone, timed by the judge (profile() on the untouched template)."""
+        return await evaluate_baselines(self.problem_path, config=self.config, baseline_cache=self.cache)
 
     async def ncu(self, workspace: Path) -> NcuReport:
         if self.config.backend != "cuda":
@@ -84,9 +90,15 @@ class Evaluator:
 
 
 def _snapshot(workspace: Path, dest: Path) -> Path:
-    from skills.workspace import Workspace
-
     return Workspace.open(workspace).snapshot(dest).path
+
+
+def is_template(ws: Workspace) -> bool:
+    """model_new.py is still the workspace's template: there is no ModelNew to run yet."""
+    try:
+        return ws.read_text("model_new.py") == MODEL_NEW_TEMPLATE
+    except WorkspaceError:  # missing or unreadable: the evaluation says so
+        return False
 
 
 def _evaluator(ctx: SkillContext) -> Evaluator:
@@ -143,9 +155,18 @@ class RunTests(_Evaluate):
 class Profile(_Evaluate):
     name = "profile"
     description = ("Time ModelNew (after a correctness check) against eager PyTorch and torch.compile:"
-                   " median time per call with a 95% interval, and speedups.")
+                   " median time per call with a 95% interval, and speedups. On the untouched template"
+                   " it times the baselines alone: the times to beat.")
     Args = NoArgs
     mode: Mode = "profile"
+
+    async def run(self, args: NoArgs, ctx: SkillContext) -> SkillResult:
+        # The workflow's first step: the template's ModelNew would only fail at init (tens of
+        # seconds, a FAILED call); the baselines it came for are timed without it.
+        if not await anyio.to_thread.run_sync(is_template, ctx.workspace):
+            return await super().run(args, ctx)
+        result = await _evaluator(ctx).baselines()
+        return SkillResult(text=format_baselines(result), ok=result.environment_fault is None, record=result)
 
 
 class Ncu:
@@ -153,6 +174,8 @@ class Ncu:
     description = ("Nsight Compute on one ModelNew call: per kernel duration, achieved occupancy, SM and DRAM"
                    " throughput, registers, shared memory and the top warp-stall reasons.")
     Args = NoArgs
+    backends = ("cuda",)
+    """Not offered on the cpu backend (skills.base.offered): there is no CPU profiler to run."""
 
     async def run(self, args: NoArgs, ctx: SkillContext) -> SkillResult:
         rep = await _evaluator(ctx).ncu(ctx.workspace.path)

@@ -1,4 +1,4 @@
-"""Workspace file skills: read_file, write_file, edit_file, list_files.
+"""Workspace file skills: read_file, write_file, edit_file, delete_file, list_files.
 
 All file access goes through `Workspace` (path rules, limits, atomic writes); the blocking file
 I/O runs in a worker thread.
@@ -67,6 +67,15 @@ class EditFileRecord(msgspec.Struct, kw_only=True):
     bytes: int
 
 
+class DeleteFileRecord(msgspec.Struct, kw_only=True):
+    """A successful delete_file."""
+
+    path: str
+    """Workspace-relative path that was deleted."""
+    bytes: int
+    """Size the file had (freed from the quota)."""
+
+
 class ListFilesRecord(msgspec.Struct, kw_only=True):
     """A list_files call.
 
@@ -126,6 +135,12 @@ class EditFileArgs(SkillArgs):
     replace_all: Annotated[
         bool, msgspec.Meta(description="Replace every occurrence instead of exactly one")
     ] = False
+
+
+class DeleteFileArgs(SkillArgs):
+    """Arguments of delete_file."""
+
+    path: Annotated[str, msgspec.Meta(description="A file under kernels/, e.g. kernels/old.cu")]
 
 
 class ListFilesArgs(SkillArgs):
@@ -246,6 +261,22 @@ class EditFile:
         )
 
 
+class DeleteFile:
+    name = "delete_file"
+    description = (
+        "Delete one file under kernels/ (an old kernel the build should no longer compile). "
+        "model.py and model_new.py cannot be deleted; folders are refused."
+    )
+    Args = DeleteFileArgs
+
+    async def run(self, args: DeleteFileArgs, ctx: SkillContext) -> SkillResult:
+        ws = ctx.workspace
+        path = ws.normalize(args.path)
+        n = await anyio.to_thread.run_sync(ws.delete, args.path)
+        record = DeleteFileRecord(path=path, bytes=n)
+        return SkillResult(text=f"deleted {path} ({n} bytes)", ok=True, record=record)
+
+
 class ListFiles:
     name = "list_files"
     description = (
@@ -290,4 +321,5 @@ def _write(ws: Workspace, rel: str, content: str) -> tuple[int, bool]:
 READ_FILE = register(ReadFile())
 WRITE_FILE = register(WriteFile())
 EDIT_FILE = register(EditFile())
+DELETE_FILE = register(DeleteFile())
 LIST_FILES = register(ListFiles())

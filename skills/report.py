@@ -34,23 +34,16 @@ def format_build(b: BuildResult) -> str:
 
 
 def format_result(r: EvalResult) -> str:
-    """A compact report: status line, errors per output, timings, speedups, flags, reward."""
+    """A compact report: status line, the input shapes and every set checked, timings, speedups,
+    flags, reward."""
     lines = [f"{r.problem} [{r.backend}, {r.mode}]: " + _status(r)]
     if r.build is not None and not r.build.ok:
         lines.append(r.build.errors)
     elif r.error:
         lines.append(r.error)
-    for s in r.sets:
-        for o in s.outputs:
-            if not o.ok or s.set_index == 0:
-                where = f" (shape check: the problem's {'SMALL_SIZES' if s.sizes == 'small' else 'CHECK_SIZES'})" if s.sizes else ""
-                lines.append(f"  set {s.set_index}{where}: {o.message}")
+    lines += set_lines(r)
     if r.candidate is not None or r.eager is not None or r.compiled_baseline is not None:
-        lines.append("timing (per call, on the device from the moment its work could start; the waiting caller's beside):")
-        if r.candidate is not None:
-            lines.append(fmt_timing("ModelNew", r.candidate))
-        lines.append(fmt_timing("eager", r.eager))
-        lines.append(fmt_timing("torch.compile", r.compiled_baseline))
+        lines += timing_lines(r)
         for sp in r.speedups:
             verdict = "faster" if sp.faster else "not clearly faster"
             lines.append(f"  speedup vs {sp.baseline}: {sp.value:.2f}x [95% {sp.low:.2f}-{sp.high:.2f}] ({verdict})")
@@ -61,6 +54,63 @@ def format_result(r: EvalResult) -> str:
     if r.log.strip() and (r.error or not r.correct):
         lines.append("candidate output (tail):\n" + r.log.strip()[-1500:])
     return "\n".join(lines)
+
+
+def format_baselines(r: EvalResult) -> str:
+    """profile() on the untouched template: the times to beat, and that ModelNew was not run."""
+    lines = [f"{r.problem} [{r.backend}, profile]: baselines only. model_new.py is still the template,"
+             " so ModelNew was not run or timed."]
+    if r.error and r.environment_fault is not None:
+        lines.append(r.error)
+    lines += set_lines(r)
+    if r.eager is not None or r.compiled_baseline is not None:
+        lines += timing_lines(r)
+        lines.append("These are the times to beat. Write kernels/ and model_new.py, then compile(), run_tests(),"
+                     " profile().")
+    return "\n".join(lines)
+
+
+def fmt_shapes(shapes: list[list[int]]) -> str:
+    return ", ".join(str(s) for s in shapes)
+
+
+def set_lines(r: EvalResult) -> list[str]:
+    """The timed input shapes, then every set that was checked with each output's verdict: the
+    agent sees that the shape check ran (and at which sizes), not only set 0."""
+    lines = [f"inputs at the timed sizes: {fmt_shapes(r.input_shapes)}"] if r.input_shapes else []
+    if not r.sets:
+        return lines
+    regular = [s.set_index for s in r.sets if s.sizes is None]
+    checks = [s for s in r.sets if s.sizes is not None]
+    what = f"sets {regular[0]}-{regular[-1]}" if len(regular) > 1 else f"set {regular[0]}" if regular else ""
+    parts = [f"{what} at the timed sizes"] if what else []
+    parts += [f"set {s.set_index} at the problem's {_sizes_name(s.sizes)} (the shape check)" for s in checks]
+    lines.append(f"checked {len(r.sets)} input set{'s' if len(r.sets) != 1 else ''}: " + ", ".join(parts))
+    for s in r.sets:
+        where = ""
+        if s.sizes is not None:
+            where = f" (shape check, outputs {fmt_shapes([o.shape for o in s.outputs])})"
+        for o in s.outputs:
+            lines.append(f"  set {s.set_index}{where}: {o.message}")
+    return lines
+
+
+def _sizes_name(sizes: str | None) -> str:
+    return "SMALL_SIZES" if sizes == "small" else "CHECK_SIZES"
+
+
+def timing_lines(r: EvalResult) -> list[str]:
+    """The timing header says what the numbers are on this backend, and promises the waiting
+    caller's time only when some row prints it (cuda profile; the cpu has no such second clock)."""
+    rows: list[tuple[str, TimingResult | None]] = [("ModelNew", r.candidate)] if r.candidate is not None else []
+    rows += [("eager", r.eager), ("torch.compile", r.compiled_baseline)]
+    if r.backend == "cpu":
+        header = "timing (per call: wall time of the call on the host, the last-level cache flushed before each call):"
+    else:
+        caller = any(t is not None and t.caller_us is not None for _, t in rows)
+        header = ("timing (per call, on the device from the moment its work could start"
+                  + ("; the waiting caller's beside):" if caller else "):"))
+    return [header, *(fmt_timing(name, t) for name, t in rows)]
 
 
 def _status(r: EvalResult) -> str:

@@ -225,6 +225,32 @@ class Workspace:
         write_atomic(path, data, mode=0o644)
         return len(data)
 
+    def delete(self, rel: str) -> int:
+        """Remove one of the agent's files under kernels/; returns the bytes it held. model.py is
+        the reference and model_new.py is what gets graded (write_file replaces it), so neither
+        can be deleted; folders are refused (a file at a time, so nothing goes by accident)."""
+        parts = _split(rel)
+        if parts == [MODEL]:
+            raise WorkspaceError("model.py is the reference problem and is read-only; it cannot be deleted")
+        if parts == [MODEL_NEW]:
+            raise WorkspaceError(
+                "model_new.py is what gets graded and cannot be deleted; "
+                "overwrite it with write_file instead"
+            )
+        if parts[0] != KERNELS:
+            raise WorkspaceError(
+                f"{'/'.join(parts)} is outside the agent's files: only files under kernels/ can be deleted"
+            )
+        path = self.resolve(rel, for_write=False)
+        shown = self.relpath(path)
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise WorkspaceError(f"{shown} is a folder; delete the files in it one at a time")
+        if not stat.S_ISREG(st.st_mode):
+            raise WorkspaceError(f"{shown} is not a regular file")
+        os.unlink(path)
+        return st.st_size
+
     def usage(self) -> int:
         """Bytes held in model_new.py and kernels/ (what the quota counts)."""
         return sum(size for _, size in self._agent_files())
