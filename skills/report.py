@@ -46,7 +46,12 @@ def format_result(r: EvalResult) -> str:
         lines += timing_lines(r)
         for sp in r.speedups:
             verdict = "faster" if sp.faster else "not clearly faster"
-            lines.append(f"  speedup vs {sp.baseline}: {sp.value:.2f}x [95% {sp.low:.2f}-{sp.high:.2f}] ({verdict})")
+            paired = ""
+            if sp.rounds > 1:
+                spread = max(sp.round_values) / max(min(sp.round_values), 1e-12) - 1 if sp.round_values else 0.0
+                paired = (f"; {sp.rounds} paired rounds: " + ", ".join(f"{v:.2f}x" for v in sp.round_values)
+                          + (f" (rounds differ by {100 * spread:.0f}%: the host was loaded)" if spread > 0.1 else ""))
+            lines.append(f"  speedup vs {sp.baseline}: {sp.value:.2f}x [95% {sp.low:.2f}-{sp.high:.2f}] ({verdict}{paired})")
     for f in r.flags:
         lines.append(f"FLAG {f.name}: {f.detail}")
     if r.reward is not None:

@@ -12,6 +12,7 @@ from skills.build import BuildConfig
 from skills.evaluate import EvalConfig, evaluate
 from skills.harness.protocol import TimingConfig
 from skills.paired import PairedConfig, paired_speedup, straddles
+from skills.report import format_result
 from skills.results import Interval, TimingResult
 from tests.conftest import PROBLEMS, PROJECT_ROOT
 
@@ -62,6 +63,7 @@ def test_a_final_evaluation_is_paired(tmp_path: Path) -> None:
     [s] = result.speedups
     assert s.baseline == "eager" and 3 <= s.rounds <= 4 and len(s.round_values) == s.rounds
     assert result.reward in (1.0, 2.0)
+    assert f"{s.rounds} paired rounds: " in format_result(result)  # the agent sees the rounds
     assert result.candidate is not None and result.eager is not None
     assert result.candidate.calls >= 3 * 10 and result.eager.calls >= 3 * 10  # every round's calls
     profile = anyio.run(lambda: evaluate(PROBLEMS / "level1" / "01_relu.py", solution, mode="profile", config=cfg))
