@@ -25,6 +25,7 @@ import msgspec
 
 from skills.baselines import JsonBaselineCache
 from skills.evaluate import EvalConfig, evaluate
+from skills.ext_cache import default_dir as ext_cache_dir
 from skills.harness.protocol import TimingConfig
 from skills.report import format_result
 from skills.results import EvalResult, Mode
@@ -92,7 +93,7 @@ def run_eval(args: argparse.Namespace) -> int:
         backend=args.backend, sizes=args.sizes, reward_fn=args.reward, gpu=args.gpu,
         baselines=cast(list[Literal["eager", "compile"]], baselines),
         timing=TimingConfig(target_seconds=args.target_seconds),
-        torch_extensions_dir=str(Path(tempfile.gettempdir()) / "kagent-torch-extensions"),
+        extension_cache_dir=str(ext_cache_dir()),  # load_inline builds that passed, reused by the same code
         sandbox=SandboxConfig(allow_unsafe=True) if args.unsafe_no_sandbox else SandboxConfig(),
     )
     from skills.reward import REWARDS

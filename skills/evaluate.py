@@ -436,6 +436,9 @@ def candidate_env(cfg: EvalConfig, env: dict[str, str]) -> dict[str, str]:
     if sandbox_active(cfg.sandbox):
         out["TMPDIR"] = "/tmp"
         out["TORCH_EXTENSIONS_DIR"] = str(EXTENSIONS_MOUNT)
+        # No /etc/passwd in the sandbox: getpass.getuser() reads these first (torch 2.11's inductor
+        # calls it at import and lets getpwuid's KeyError through; seen on the H200).
+        out["USER"] = out["LOGNAME"] = "nobody"
     return out
 
 

@@ -1,30 +1,60 @@
 """The sandbox around evaluation workers that run candidate code: bubblewrap + rlimits.
 
-What the candidate process sees (README "Security model"):
-- the root filesystem read-only; a private empty /tmp; a fresh /dev with only the leased GPU's
-  device nodes added; its own PID, IPC and network namespaces (no network at all);
-- a user namespace where it runs as `nobody`, so root's override of file permissions is gone;
-- $HOME, the store and workspace folders and the cache hidden under empty tmpfs mounts, with only
-  the paths it needs bound back read-only: the project (harness code), the Python prefix, the
-  workspace snapshot, the built library;
-- writable: only the evaluation's `out/` and `tmp/` folders (and torch's extension build dir),
-  whose total size the parent polls against a quota (skills/quota.py);
-- an environment reduced to an allowlist (no API keys or tokens);
-- rlimits set by the worker before any candidate import: processes, open files, file size, CPU
-  time, core dumps, and (cpu backend) address space; and where the parent can make one, a pids
-  cgroup that caps its tasks whatever its uid (skills/pids.py).
+What the candidate process sees (docs/sandbox.md; README "Security model"). Its root is an empty
+tmpfs; only these are bound into it, read-only unless said otherwise:
+- the system: /usr, and /bin, /sbin, /lib, /lib32, /lib64, /libx32 as the host has them (symlinks
+  or folders), which hold the C/C++ toolchain load_inline builds with (g++, /usr/lib/gcc,
+  /usr/include, /usr/local/cuda*); of /etc only alternatives/ (the compiler links) and the dynamic
+  loader's ld.so.cache, ld.so.conf and ld.so.conf.d;
+- the interpreter: sys.prefix, sys.base_prefix, site-packages, the PYTHONPATH entries other than
+  the project; of the project only skills/ (all the harness imports: no tests/, benchmarks/,
+  problems/, runtime/ or .git/);
+- folders on LD_LIBRARY_PATH, and SandboxConfig.ro_binds (an operator's extras);
+- on cuda: the GPU's device nodes, the driver's libraries wherever ld.so.cache finds them, the
+  CUDA toolkit (CUDA_HOME, CUDA_PATH, nvcc's tree), /sys/devices, /sys/bus/pci, /sys/module/nvidia*
+  and /run/nvidia-persistenced (/proc/driver/nvidia comes with its /proc);
+- the evaluation's own parts: the frozen workspace copy, the judge's exchange folder, the built
+  library; writable: out/, and its private torch extensions folder at EXTENSIONS_MOUNT (seeded by
+  the parent from skills/ext_cache.py; the cache itself is never bound);
+- a fresh /dev, its own /proc, a private empty /tmp (tmpfs); its own PID, IPC, UTS and network
+  namespaces (no network at all); a user namespace where it runs as `nobody`, so root's override of
+  file permissions is gone.
+Not there: other files of the host (/etc, /home, /root, /opt, /var, /srv, /mnt, the store, the
+build and extension caches, other evaluations' scratch folders). The parent polls what it writes
+against a quota (skills/quota.py); its environment is reduced to an allowlist (no API keys or
+tokens); rlimits set by the worker before any candidate import cap processes, open files, file
+size, CPU time, core dumps and (cpu backend) address space; where the parent can make one, a pids
+cgroup caps its tasks whatever its uid (skills/pids.py).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import site
+import subprocess
 import sys
 from pathlib import Path
 from typing import Literal
 
 import msgspec
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+EXTENSIONS_MOUNT = Path("/kagent/torch_extensions")
+"""Where the candidate sees its private torch extensions folder: one path for every evaluation, so
+that the build.ninja of a seeded copy (which names its sources by absolute path) stays unchanged
+and ninja reuses its objects."""
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_ENTRIES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
+"""All of /etc a worker needs: cc/c++ are links through alternatives/; the loader's configuration
+finds libraries outside its default folders (a GPU driver's, say). Without passwd, getpass fails
+with KeyError, which torch catches."""
+CUDA_SYS = ("/sys/devices", "/sys/bus/pci", "/sys/module/nvidia", "/sys/module/nvidia_uvm",
+            "/run/nvidia-persistenced")
+"""What the CUDA driver and NVML read besides /dev and /proc/driver/nvidia: PCI topology and NUMA
+nodes, the modules' parameters, the persistence daemon's socket (untested here: GPU run)."""
+DRIVER_LIBS = ("libcuda.so", "libnvidia-", "libnvcuvid.so", "libnvoptix.so")
 
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
              "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
@@ -45,7 +75,12 @@ class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
     bwrap: str = "bwrap"
     """The bubblewrap executable."""
     hide: list[str] = msgspec.field(default_factory=list)
-    """More paths to hide (e.g. a store outside $HOME); $HOME and the XDG dirs are always hidden."""
+    """Paths to cover with an empty tmpfs although they lie in a bound folder (system folders and
+    ro_binds; e.g. a secret under /usr/local). Nothing else of the host is bound: $HOME, the store
+    and the caches are not there to begin with."""
+    ro_binds: list[str] = msgspec.field(default_factory=list)
+    """More files or folders bound read-only at the same path (e.g. a CUDA toolkit or driver
+    libraries outside /usr that the evaluator does not find; see docs/sandbox.md)."""
     max_processes: int = 512
     """Tasks (processes and threads) the candidate may add: RLIMIT_NPROC headroom above the user's
     current count, and the same headroom in the evaluation's pids cgroup where one can be made."""
@@ -56,9 +91,9 @@ class SandboxConfig(msgspec.Struct, kw_only=True, frozen=True):
     tmp_bytes: int = 2**30
     """Size of the private /tmp (a tmpfs: RAM) the candidate gets as TMPDIR."""
     max_out_bytes: int = 8 * 2**30
-    """Quota on what the candidate writes to the evaluation's host-visible folders (out/, and tmp/ and
-    torch_extensions/ when they are the evaluation's own; RAM in /dev/shm): past it the parent kills
-    the candidate and flags disk_quota. The largest bundled problem's outputs take 1.2 GiB (3 sets)."""
+    """Quota on what the candidate writes to the evaluation's host-visible folders (out/, its own
+    torch_extensions/, and tmp/; RAM in /dev/shm): past it the parent kills the candidate and flags
+    disk_quota. The largest bundled problem's outputs take 1.2 GiB (3 sets)."""
     max_cpu_seconds: int = 1800
     """RLIMIT_CPU: CPU seconds (all threads) before SIGXCPU/SIGKILL."""
     max_address_bytes: int = 32 * 2**30
@@ -78,12 +113,6 @@ def active(cfg: SandboxConfig) -> bool:
     return cfg.mode == "bwrap" and available(cfg)
 
 
-def _hidden_roots() -> list[Path]:
-    home = Path.home()
-    xdg = [os.environ.get(v) for v in ("XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME")]
-    return [home, *(Path(p) for p in xdg if p)]
-
-
 def clean_env(env: dict[str, str]) -> dict[str, str]:
     """Only allowlisted variables reach the candidate: no API keys, tokens or store paths."""
     out = {k: v for k, v in env.items() if k in ENV_ALLOW or k.startswith("LC_")}
@@ -97,8 +126,9 @@ def _gpu_nodes() -> list[str]:
 
 
 def wrap(cmd: list[str], *, cfg: SandboxConfig, readable: list[Path], writable: list[Path],
-         cwd: Path, gpu: bool) -> list[str]:
-    """The command line that runs `cmd` inside the sandbox (or `cmd` itself when unsafe is allowed)."""
+         cwd: Path, gpu: bool, extensions: Path | None = None) -> list[str]:
+    """The command line that runs `cmd` inside the sandbox (or `cmd` itself when unsafe is allowed).
+    `extensions` (writable) appears at EXTENSIONS_MOUNT."""
     if not active(cfg):
         if not cfg.allow_unsafe:
             why = "sandbox mode is 'none'" if cfg.mode == "none" else f"bubblewrap ({cfg.bwrap}) is not installed"
@@ -107,39 +137,107 @@ def wrap(cmd: list[str], *, cfg: SandboxConfig, readable: list[Path], writable: 
                 " bubblewrap), or for code you trust set KAGENT_UNSAFE_NO_SANDBOX=1 (kagent eval"
                 " --unsafe-no-sandbox, SandboxConfig(allow_unsafe=True)).")
         return cmd
-    args = [cfg.bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+    args = [cfg.bwrap, "--tmpfs", "/", *_system_args(), "--dev", "/dev", "--proc", "/proc",
             "--size", str(cfg.tmp_bytes), "--tmpfs", "/tmp",
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
             "--uid", "65534", "--gid", "65534", "--die-with-parent", "--new-session"]
+    bound = [Path(p) for p in SYSTEM_DIRS]
+    extra = [Path(p) for p in cfg.ro_binds] + (cuda_paths() if gpu else [])
+    args += _ro_binds(extra, bound)
+    bound += extra
+    # Covered before the interpreter and the evaluation's parts are bound (they may lie below).
+    for h in cfg.hide:
+        if Path(h).is_dir() and any(_inside(b, Path(h)) for b in bound):
+            args += ["--tmpfs", h]
+    args += _ro_binds([*needed_roots(), *_library_path()], bound)
     if gpu:
         for node in _gpu_nodes():
             args += ["--dev-bind", node, node]
-    hidden = [h for h in [*_hidden_roots(), *(Path(p) for p in cfg.hide)] if h.is_dir()]
-    for h in hidden:
-        args += ["--tmpfs", str(h)]
-    # The project, the interpreter and its packages may live under a hidden folder (or /tmp):
-    # bind them back, read-only, over the empty tmpfs.
-    for need in needed_roots():
-        if any(_inside(h, need) for h in [*hidden, Path("/tmp"), Path("/dev")]):
-            args += ["--ro-bind", str(need), str(need)]
     for path in readable:
         args += ["--ro-bind", str(path), str(path)]
     for path in writable:
         args += ["--bind", str(path), str(path)]
+    if extensions is not None:
+        args += ["--bind", str(extensions), str(EXTENSIONS_MOUNT)]
     return [*args, "--chdir", str(cwd), "--", *cmd]
 
 
+def _system_args() -> list[str]:
+    """/usr and the top-level system folders (a merged-/usr host's /bin is a link: kept a link),
+    and the few entries of /etc a worker needs."""
+    args: list[str] = []
+    for d in SYSTEM_DIRS:
+        p = Path(d)
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), d]
+        elif p.is_dir():
+            args += ["--ro-bind", d, d]
+    for e in ETC_ENTRIES:
+        if os.path.exists(e):
+            args += ["--ro-bind", e, e]
+    return args
+
+
+def _ro_binds(paths: list[Path], bound: list[Path]) -> list[str]:
+    """--ro-bind for each existing path not already visible through a folder in `bound`."""
+    args: list[str] = []
+    seen = list(bound)
+    for p in paths:
+        if p.exists() and not any(_inside(b, p) for b in seen):
+            args += ["--ro-bind", str(p), str(p)]
+            seen.append(p)
+    return args
+
+
 def needed_roots() -> list[Path]:
-    """What the worker must read to run: the project, the interpreter, its package folders."""
-    project = Path(__file__).resolve().parent.parent
-    paths = [project, Path(sys.prefix), Path(sys.base_prefix), *(Path(p) for p in site.getsitepackages())]
-    paths += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    """What the worker must read to run: the harness (the project's skills/ alone), the interpreter,
+    its package folders, and the PYTHONPATH entries that are not the project (or above it)."""
+    paths = [PROJECT_ROOT / "skills", Path(sys.prefix), Path(sys.base_prefix),
+             *(Path(p) for p in site.getsitepackages())]
+    for entry in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+        if not _inside(Path(entry), PROJECT_ROOT):
+            paths.append(Path(entry))
     out: list[Path] = []
     for p in paths:
         r = p.resolve()
         if r.is_dir() and r not in out:
             out.append(r)
     return out
+
+
+def _library_path() -> list[Path]:
+    """LD_LIBRARY_PATH reaches the candidate (ENV_ALLOW), so its folders must be there too."""
+    return [Path(p).resolve() for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+
+
+@functools.cache
+def cuda_paths() -> list[Path]:
+    """What a CUDA worker reads outside /usr, /dev and /proc: the toolkit (CUDA_HOME, CUDA_PATH,
+    nvcc's tree), the folders ld.so.cache lists the driver's libraries in, and CUDA_SYS."""
+    found = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    nvcc = shutil.which("nvcc")
+    if nvcc is not None:
+        found.append(Path(nvcc).resolve().parent.parent)
+    found += _driver_lib_dirs()
+    found += [Path(p) for p in CUDA_SYS]
+    return [p.resolve() for p in found if p.exists()]
+
+
+def _driver_lib_dirs() -> list[Path]:
+    """Folders of libcuda and libnvidia-* as the loader's cache lists them (`ldconfig -p`)."""
+    exe = shutil.which("ldconfig") or "/sbin/ldconfig"
+    try:
+        out = subprocess.run([exe, "-p"], capture_output=True, text=True, timeout=30, check=False).stdout
+    except OSError:
+        return []
+    dirs: list[Path] = []
+    for line in out.splitlines():
+        name, _, target = line.strip().partition(" => ")
+        if name.startswith(DRIVER_LIBS) and target:
+            d = Path(target).resolve().parent
+            if d not in dirs:
+                dirs.append(d)
+    return dirs
 
 
 def _inside(parent: Path, child: Path) -> bool:
