@@ -9,7 +9,8 @@ tmpfs; only these are bound into it, read-only unless said otherwise:
 - the interpreter: sys.prefix, sys.base_prefix, site-packages, the PYTHONPATH entries other than
   the project; of the project only skills/ (all the harness imports: no tests/, benchmarks/,
   problems/, runtime/ or .git/);
-- folders on LD_LIBRARY_PATH, and SandboxConfig.ro_binds (an operator's extras);
+- folders on LD_LIBRARY_PATH, the trees of $CC and $CXX (when outside /usr), and
+  SandboxConfig.ro_binds (an operator's extras);
 - on cuda: the GPU's device nodes, the driver's libraries wherever ld.so.cache finds them, the
   CUDA toolkit (CUDA_HOME, CUDA_PATH, nvcc's tree), /sys/devices, /sys/bus/pci, /sys/module/nvidia*
   and /run/nvidia-persistenced (/proc/driver/nvidia comes with its /proc);
@@ -19,8 +20,8 @@ tmpfs; only these are bound into it, read-only unless said otherwise:
 - a fresh /dev, its own /proc, a private empty /tmp (tmpfs); its own PID, IPC, UTS and network
   namespaces (no network at all); a user namespace where it runs as `nobody`, so root's override of
   file permissions is gone.
-Not there: other files of the host (/etc, /home, /root, /opt, /var, /srv, /mnt, the store, the
-build and extension caches, other evaluations' scratch folders). The parent polls what it writes
+Not there: other files of the host (the rest of /etc, /home, $HOME, /opt, /var, /srv, /mnt, the
+store, the build and extension caches, other evaluations' scratch folders). The parent polls what it writes
 against a quota (skills/quota.py); its environment is reduced to an allowlist (no API keys or
 tokens); rlimits set by the worker before any candidate import cap processes, open files, file
 size, CPU time, core dumps and (cpu backend) address space; where the parent can make one, a pids
@@ -48,8 +49,8 @@ and ninja reuses its objects."""
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ENTRIES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d")
 """All of /etc a worker needs: cc/c++ are links through alternatives/; the loader's configuration
-finds libraries outside its default folders (a GPU driver's, say). Without passwd, getpass fails
-with KeyError, which torch catches."""
+finds libraries outside its default folders (a GPU driver's, say). No passwd: the candidate gets
+USER=LOGNAME=nobody (evaluate.candidate_env), which getpass.getuser() reads first."""
 CUDA_SYS = ("/sys/devices", "/sys/bus/pci", "/sys/module/nvidia", "/sys/module/nvidia_uvm",
             "/run/nvidia-persistenced")
 """What the CUDA driver and NVML read besides /dev and /proc/driver/nvidia: PCI topology and NUMA
@@ -142,7 +143,7 @@ def wrap(cmd: list[str], *, cfg: SandboxConfig, readable: list[Path], writable: 
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
             "--uid", "65534", "--gid", "65534", "--die-with-parent", "--new-session"]
     bound = [Path(p) for p in SYSTEM_DIRS]
-    extra = [Path(p) for p in cfg.ro_binds] + (cuda_paths() if gpu else [])
+    extra = [Path(p) for p in cfg.ro_binds] + toolchain_paths() + (cuda_paths() if gpu else [])
     args += _ro_binds(extra, bound)
     bound += extra
     # Covered before the interpreter and the evaluation's parts are bound (they may lie below).
@@ -208,6 +209,18 @@ def needed_roots() -> list[Path]:
 def _library_path() -> list[Path]:
     """LD_LIBRARY_PATH reaches the candidate (ENV_ALLOW), so its folders must be there too."""
     return [Path(p).resolve() for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+
+
+@functools.cache
+def toolchain_paths() -> list[Path]:
+    """The trees of the compilers $CC and $CXX name (they reach the candidate: ENV_ALLOW) when
+    outside /usr, e.g. /opt/gcc on the H200 image, whose load_inline builds run /opt/gcc/bin/g++."""
+    found: list[Path] = []
+    for var in ("CC", "CXX"):
+        exe = shutil.which(os.environ.get(var, ""))
+        if exe is not None:
+            found.append(Path(exe).resolve().parent.parent)
+    return found
 
 
 @functools.cache
