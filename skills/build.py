@@ -514,6 +514,21 @@ def _compile_cmd(config: BuildConfig, src: str, include_kernels: bool = True) ->
     ]
 
 
+def ptx_command(config: BuildConfig, src: str) -> list[str]:
+    """The nvcc command that writes the PTX of the `.cu` file `src` (relative to a folder holding
+    kernels/) with the flags its object is compiled with, without `-o`: skills/precision_code.py
+    reads the instructions the device code uses from it (the library's fatbinary is compressed)."""
+    cmd = _compile_cmd(config, src)
+    cmd = [a for a in cmd if a not in ("-Xptxas", "-v")]
+    return [("-ptx" if a == "-c" else a) for a in cmd]
+
+
+def run_tool(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[int | None, str]:
+    """(exit status, merged output) of a compiler-side tool run like the build's compilers: C
+    locale, its whole process group killed past `timeout_s` (status None then)."""
+    return _run(cmd, cwd, timeout_s)
+
+
 def _plan_units(snap: _Snapshot, config: BuildConfig, work: Path) -> list[_Unit]:
     """Write the snapshot into `work` and derive each unit's command and cache key."""
     kdir = work / "kernels"

@@ -43,6 +43,7 @@ from skills.marks import Mark
 from skills.paired import PairedConfig, merged, paired_speedup, round_speedup, straddles
 from skills.pids import PidsGroup
 from skills.pids import hierarchy as pids_hierarchy
+from skills.precision_code import scan_build
 from skills.quota import DiskQuota
 from skills.results import (
     Backend,
@@ -433,6 +434,7 @@ def candidate_env(cfg: EvalConfig, env: dict[str, str]) -> dict[str, str]:
     """The allowlisted environment, the rlimits, the sandbox's sized private /tmp as TMPDIR, and
     its private torch extensions folder where the sandbox shows it (one path for all evaluations)."""
     out = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
+    out["NVIDIA_TF32_OVERRIDE"] = "0"  # cuBLAS/cuDNN in fp32 (workers start before the problem is known)
     if sandbox_active(cfg.sandbox):
         out["TMPDIR"] = "/tmp"
         out["TORCH_EXTENSIONS_DIR"] = str(EXTENSIONS_MOUNT)
@@ -531,12 +533,14 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     cfg = state.config
     t = time.perf_counter()
     state.stage = "import"
+    evidence = await anyio.to_thread.run_sync(scan_build, built, scratch.workspace / "kernels",
+                                              cfg.build or BuildConfig(backend=cfg.backend))
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device, seed=seed,
                                   n_sets=cfg.n_sets,
                                   # canaries are only used by the timing loop, which test mode skips
                                   n_canaries=cfg.n_canaries * _timed_rounds(cfg, state.mode),
                                   samples_per_output=cfg.samples_per_output, exchange_dir=str(scratch.root / "exchange"),
-                                  shape_check=cfg.shape_check))
+                                  shape_check=cfg.shape_check, evidence=evidence))
     await cand.send(P.CandStart(
         nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,
         gpu_memory_fraction=cfg.gpu_memory_fraction if device == "cuda" else None,

@@ -132,3 +132,33 @@ def test_cuda_payload_counts_tf32_hw() -> None:
     assert md.startswith("# Precision calibration (NVIDIA H200)")
     assert "GPU NVIDIA H200" in md and "(`Judge` on device cuda)" in md
     assert "| tf32_hw | 0 | 1 | 0 | 0 |" in md and "| problem | prec | threads |" in md and "tf32_hw | s |" in md
+
+
+# Fair fp32 algorithms a hand-written kernel may use, graded against the fair budget (the judge's
+# budget where the scan of the code finds no reduced-precision instruction).
+FAIR_CODE_CASES = [("level1/15_sum_dim", c) for c in ("seq", "blocked", "pairwise", "kahan")] + [
+    ("level1/06_softmax_temperature", "online"), ("level1/02_swish", "fastmath"),
+    ("level1/27_square_matmul", "seq"), ("level1/35_conv2d_3x3", "pairwise")]
+
+
+@cache
+def fair_result(name: str) -> dict[str, Any]:
+    cands = tuple(c for n, c in FAIR_CODE_CASES if n == name) + ("bf16", "tf32_ops")
+    return calibrate(PROBLEMS_ROOT / f"{name}.py", sizes="small", seed=0, n_sets=1, only=cands)
+
+
+@pytest.mark.parametrize(("name", "cand"), FAIR_CODE_CASES, ids=[f"{n}-{c}" for n, c in FAIR_CODE_CASES])
+def test_fair_code_passes_the_fair_budget(name: str, cand: str) -> None:
+    res = fair_result(name)["candidates"][cand]
+    assert res["status"] == "pass", res
+
+
+@pytest.mark.parametrize("name", sorted({n for n, _ in FAIR_CODE_CASES}))
+def test_downcasts_fail_both_budgets(name: str) -> None:
+    """bf16 fails the strict budget and, done by bit-masking, the fair one too (these problems are
+    elementwise or reduce at most 512 terms)."""
+    for cand in ("bf16", "tf32_ops"):
+        res = fair_result(name)["candidates"][cand]
+        if res["status"] == "n/a":
+            continue
+        assert res["status"] == "FAIL" and res["fair_budget_ok"] is False, res

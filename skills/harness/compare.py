@@ -17,13 +17,51 @@ its budget; a downcast puts >90% of them 10-1000x over). NaN/inf mismatches are 
 `scale` is the RMS of r64. Legal reorderings and fp32 transcendental variants land near ratio 1;
 TF32, fp16 and bf16 shortcuts on an fp32 problem land 10-1000x over (calibration in README).
 Runs in the judge process only: the candidate's process never holds r or r64.
+
+That is the strict budget: torch's own rounding, K times over. A fair fp32 kernel whose summation
+order differs from torch's (a left-to-right sum over 65,536 columns, an online softmax) can be
+~20-200x further from r64 than torch's blocked/pairwise sums, so where the evidence about the
+candidate's code (skills/precision_code.py) shows no reduced-precision instruction on an fp32 or
+tf32 problem the budget is `fair` (Budget.mode) and adds, per element and to the norm budget,
+
+    fair_i    = C_SEQ * U32 * sqrt(n) * (|r64_i| + scale)        ||.|| <= C_SEQ_NORM * U32 * sqrt(n) * ||r64||
+
+with U32 = 2^-24 (fp32's unit roundoff) and n the longest reduction any op of the forward
+performs per output element (`reduction_length`: K of a matmul, C_in*kh*kw of a convolution,
+the reduced extent of a sum/mean/norm/softmax/layer norm/cumsum, ...; found on meta tensors, so
+it costs no memory). Why this estimate: a sequential fp32 sum of n terms has an error that is a
+random walk over its partial sums, ~U32 * sqrt(n) * (|sum| + ||terms||_2) (measured: worst of 64
+rows 0.9 * U32 * sqrt(n) * rms at n = 65,536, mean 0.17; biased up to 3.7 for the heavy-tailed
+positive sum of an online softmax at n = 32,768, see the constants); every other order (blocked, pairwise,
+Kahan, Welford, online softmax) is at or below it, and the reduction length is what all of
+KernelBench's ops share (matmul, conv, norms, losses, softmax, attention), read from the problem
+alone. `scale` stands in for ||terms||_2, which only the op knows: for the sums, means and
+products of random data that problems draw the two agree. An elementwise op has n = 1: its fair
+term is C_SEQ ulps of scale, far below bf16 rounding (2^-9), so rounding by bit-masking (which
+no instruction scan can see) still fails there.
+
+Where the problem's PRECISION allows TF32 and the reference was not computed on TF32 tensor cores
+(the CPU; on CUDA set_precision lets cuBLAS/cuDNN use TF32 and e_ref carries it), operand rounding
+to 10 mantissa bits is budgeted analytically: C_TF32 * U_TF32 * (|r64_i| + scale) per element
+and C_TF32_NORM * U_TF32 * ||r64|| on the norm (U_TF32 = 2^-11; the products' relative errors are
+independent, so the sum's error is ~0.8 * U_TF32 * ||terms||_2 whatever n; truncation instead of
+rounding doubles it). bf16's error (8x) stays over the norm budget.
+
+No budget is ever infinite or NaN: where the fp32 reference overflowed (or went NaN) and fp64 is
+finite, e_ref there is one rounding of r64 in the output dtype (the budget comes from fp64 alone),
+and an output whose exact value lies beyond its dtype's range cannot be graded (BudgetUndefined,
+which the judge reports as a refused problem).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
+import msgspec
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from skills.results import OutputError
 
@@ -35,28 +73,94 @@ RTOL_NORM_LARGE = 2.5e-7
 NORM_MIN_N = 1024
 TAIL_FRAC = 1e-6
 TAIL_FACTOR = 4.0
+U32 = 2.0**-24
+"""fp32's unit roundoff."""
+U_TF32 = 2.0**-11
+"""TF32's unit roundoff (10 explicit mantissa bits)."""
+# Sequential fp32 sums measured (units U32 * sqrt(n), of rms(r64) or |r64|): random-signed terms
+# mean 0.17, worst 0.9 at n = 65,536; positive heavy-tailed terms (exp(3z), an online softmax's
+# sum) are biased, since terms under half an ulp of the running sum are lost: mean 2.5, worst 3.7
+# at n = 32,768, 9.6 at n = 131,072 (growing like n there, not sqrt(n): see docs/precision.md).
+C_SEQ = 8.0
+C_SEQ_NORM = 8.0
+C_TF32 = 8.0  # per element: ~4.5 sigma of TF32 rounding at 1e5-1e6 elements, 2x that of truncation
+C_TF32_NORM = 4.0  # ~2x truncation's error norm (2.2 * U_TF32 * ||r64||); bf16 rounding is ~6.5
+
+
+class BudgetUndefined(Exception):
+    """No finite budget can grade this output fairly (its exact value is beyond its dtype's range)."""
+
+
+class Budget(msgspec.Struct, frozen=True, kw_only=True):
+    """How wide the error budget of one evaluation is (decided by the judge, see `budget_for`)."""
+
+    mode: Literal["strict", "fair"] = "strict"
+    """strict: K x torch's own rounding; fair: plus the growth any fp32 summation order may have."""
+    reduction_length: int = 1
+    """n of the fair term: the longest reduction one output element depends on (`reduction_length`)."""
+    tf32: bool = False
+    """Also budget TF32 operand rounding (a tf32 problem whose reference did not use TF32)."""
+
+
+STRICT = Budget()
+"""Today's budget: what every caller gets unless the judge chooses otherwise."""
 
 
 class Reference:
     """Reference outputs of one input set for one output tensor, kept on the judge's device."""
 
-    def __init__(self, r: torch.Tensor, r64: torch.Tensor) -> None:
+    def __init__(self, r: torch.Tensor, r64: torch.Tensor, budget: Budget = STRICT) -> None:
         self.r = r
         self.r64 = r64
         finite = torch.isfinite(r64)
         e_ref = torch.where(finite, (r.double() - r64).abs(), torch.zeros_like(r64))
+        if r.is_floating_point():
+            e_ref = _overflow_safe(r, r64, finite, e_ref)
         self.e_ref = e_ref
         n = max(r64.numel(), 1)
         self.scale = float(torch.linalg.vector_norm(torch.where(finite, r64, 0.0)) / math.sqrt(n))
         self.e_ref_mean = float(e_ref.sum() / n)
+        mag = r64.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
+        rel, norm_rel = _widening(budget)
         self.budget = (
             K_ELEM * torch.clamp(e_ref, min=self.e_ref_mean)
-            + RTOL * r64.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
+            + RTOL * mag
             + ATOL_FRAC * self.scale
+            + rel * (mag + self.scale)
         )
         # the floor of the norm budget (the rest is K_NORM * ||e_ref||)
-        self.norm_floor = (RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE) * self.scale * math.sqrt(n)
+        self.norm_floor = ((RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE) + norm_rel) * self.scale * math.sqrt(n)
         self.norm_budget = K_NORM * float(torch.linalg.vector_norm(e_ref)) + self.norm_floor
+        if not (math.isfinite(self.norm_budget) and bool(torch.isfinite(self.budget).all())):
+            raise BudgetUndefined(f"the error budget is not finite (scale {self.scale:.3g}): the reference"
+                                  " holds values too large to grade")
+
+
+def _overflow_safe(r: torch.Tensor, r64: torch.Tensor, finite: torch.Tensor, e_ref: torch.Tensor) -> torch.Tensor:
+    """e_ref where the reference r is not finite but r64 is: one rounding of r64 in r's dtype (the
+    budget from fp64 alone); raises BudgetUndefined where r64 is beyond r's range (no answer fits)."""
+    lost = finite & ~torch.isfinite(r)
+    if not bool(lost.any()):
+        return e_ref
+    info = torch.finfo(r.dtype)
+    beyond = lost & (r64.abs() > info.max)
+    if bool(beyond.any()):
+        worst = float(r64[beyond].abs().max())
+        raise BudgetUndefined(f"{int(beyond.sum())} exact (fp64) output values lie beyond {r.dtype}'s range"
+                              f" (|value| up to {worst:.3g} > {info.max:.3g}): no {r.dtype} answer can be"
+                              " within a finite budget")
+    return torch.where(lost, r64.abs() * (info.eps / 2), e_ref)
+
+
+def _widening(budget: Budget) -> tuple[float, float]:
+    """(per-element, norm) relative terms the budget adds to the strict one, times (|r64| + scale)."""
+    rel = norm_rel = 0.0
+    if budget.mode == "fair":
+        g = math.sqrt(max(budget.reduction_length, 1))
+        rel, norm_rel = C_SEQ * U32 * g, C_SEQ_NORM * U32 * g
+    if budget.tf32:
+        rel, norm_rel = rel + C_TF32 * U_TF32, norm_rel + C_TF32_NORM * U_TF32
+    return rel, norm_rel
 
 
 def _describe(value: object) -> tuple[list[int], str]:
@@ -120,3 +224,111 @@ def _failure_message(index: int, c: torch.Tensor, ref: Reference, err: torch.Ten
     return (f"output {index}: error norm {err_norm:.3g} exceeds the budget {ref.norm_budget:.3g}"
             f" ({err_norm / max(ref.norm_budget, 1e-300):.3g}x); every element is close but the error is"
             " systematically larger than fp32 rounding (lower-precision arithmetic?)")
+
+
+def budget_for(evidence_checked: bool, formats: Sequence[str], precision: str, reference_tf32: bool,
+               reduction_length: Callable[[], int | None]) -> Budget:
+    """The budget of one evaluation. fair only on an fp32/tf32 problem whose code was inspected and
+    holds no reduced-precision instruction beyond what the problem allows (tf32 on a tf32
+    problem); otherwise strict, exactly as before. `reduction_length` is called only for fair.
+    `reference_tf32`: the reference itself ran on TF32 tensor cores (CUDA under set_precision)."""
+    if precision not in ("fp32", "tf32"):
+        return STRICT
+    tf32 = precision == "tf32" and not reference_tf32
+    allowed = {"tf32"} if precision == "tf32" else set()
+    n = reduction_length() if evidence_checked and not set(formats) - allowed else None
+    if n is None:
+        return Budget(tf32=tf32)
+    return Budget(mode="fair", reduction_length=n, tf32=tf32)
+
+
+_MATMUL_K = {"mm": 0, "bmm": 0, "addmm": 1, "baddbmm": 1, "addbmm": 1, "addmv": 1, "mv": 0, "dot": 0,
+             "vdot": 0, "matmul": 0, "linear": 0, "_cdist_forward": 0, "cdist": 0}
+_SAME_SHAPE_DIM = {"_softmax", "_log_softmax", "_safe_softmax", "softmax", "log_softmax", "cumsum", "cumprod",
+                   "logcumsumexp", "_logcumsumexp", "cummax", "cummin"}
+
+
+_BATCH_NORM = {"native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional",
+               "_batch_norm_with_update", "_batch_norm_impl_index"}
+_REDUCING = {"sum", "mean", "nansum", "prod", "var", "std", "var_mean", "std_mean", "norm", "linalg_vector_norm",
+             "frobenius_norm", "logsumexp", "trace", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+             "binary_cross_entropy", "binary_cross_entropy_with_logits",
+             "kl_div", "soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss_forward",
+             "adaptive_avg_pool1d", "_adaptive_avg_pool2d",
+             "_adaptive_avg_pool3d", "embedding_bag", "_embedding_bag", "index_add", "scatter_add",
+             "scatter_reduce", "segment_reduce", "histc", "renorm", "_fused_rms_norm", "rms_norm"}
+
+
+def _prod(xs: Sequence[int]) -> int:
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
+
+
+def op_reduction_length(name: str, args: Sequence[Any], out: Any) -> int:
+    """How many terms one output element of the aten op `name` sums (or multiplies): 1 for elementwise."""
+    t = [a for a in args if isinstance(a, torch.Tensor)]
+    if not t:
+        return 1
+    x = args[0] if isinstance(args[0], torch.Tensor) else t[0]
+    if name in _MATMUL_K:
+        a = args[_MATMUL_K[name]]
+        return int(a.shape[-1]) if isinstance(a, torch.Tensor) and a.dim() else 1
+    if name in ("convolution", "_convolution", "convolution_overrideable", "mkldnn_convolution",
+                "_slow_conv2d_forward", "slow_conv3d_forward", "_nnpack_spatial_convolution"):
+        w = args[1]
+        transposed = len(args) > 6 and args[6] is True
+        groups = int(args[8]) if len(args) > 8 and isinstance(args[8], int) else 1
+        return int(w.shape[0]) // max(groups, 1) * _prod(w.shape[2:]) if transposed else w.numel() // max(int(w.shape[0]), 1)
+    if name in _SAME_SHAPE_DIM and x.dim():
+        return int(x.shape[int(args[1]) % x.dim()]) if len(args) > 1 and isinstance(args[1], int) else x.numel()
+    if name == "native_layer_norm":
+        return _prod(args[1])
+    if name == "native_group_norm" and len(args) >= 7:
+        return int(args[4]) // max(int(args[6]), 1) * int(args[5])
+    if "scaled_dot_product" in name and len(t) >= 2:
+        return max(int(t[0].shape[-1]), int(t[1].shape[-2]) if t[1].dim() >= 2 else 1)
+    if name in ("nll_loss_forward", "nll_loss2d_forward"):  # picks one class per row, then averages
+        return x.numel() // int(x.shape[1]) if x.dim() >= 2 else 1
+    if name.startswith("avg_pool") and len(args) > 1 and isinstance(args[1], (list, tuple)):
+        return max(_prod(args[1]), 1)
+    if name in _BATCH_NORM and not (len(args) > 5 and args[5] is True):
+        return 1  # eval mode: the running statistics, elementwise
+    if name not in _REDUCING and name not in _BATCH_NORM:
+        return 1
+    # A reducing op: its input's size over its smallest (nonempty) output, e.g. the statistics
+    # of a training-mode batch norm, a mean's result, a pooling window.
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor) and o.numel()]
+    smallest = min((o.numel() for o in outs), default=1)
+    return max(1, max(a.numel() for a in t) // smallest)
+
+
+class _ReductionProbe(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """The longest reduction over every op one forward dispatches."""
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.longest = 1
+
+    def __torch_dispatch__(self, func: Any, types: Sequence[type], args: Sequence[Any] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if not func.is_view:
+            self.longest = max(self.longest, op_reduction_length(func.overloadpacket.__name__, args, out))
+        return out
+
+
+def reduction_length(make_model: Callable[[], Any], get_inputs: Callable[[], list[Any]]) -> int | None:
+    """The longest reduction of one forward, run on meta tensors (no memory, no compute); None when
+    the forward does not run there (the caller then keeps the strict budget)."""
+    probe = _ReductionProbe()
+    try:
+        with torch.device("meta"), torch.no_grad():
+            model = make_model()
+            inputs = get_inputs()
+            with probe:
+                model(*inputs)
+    except Exception:  # not meta-safe: the caller falls back to the strict budget
+        return None
+    return probe.longest

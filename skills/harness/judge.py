@@ -22,7 +22,14 @@ import torch
 
 from skills.affinity import pin_self
 from skills.harness import protocol as P
-from skills.harness.compare import Reference, compare_output
+from skills.harness.compare import (
+    Budget,
+    BudgetUndefined,
+    Reference,
+    budget_for,
+    compare_output,
+    reduction_length,
+)
 from skills.harness.exchange import (
     OutputUnreadable,
     draw_inputs,
@@ -81,6 +88,7 @@ class Judge:
         set_seed(start.seed, -1)
         self.init_inputs = list(self.loaded.get_init_inputs())
         self.model, self.model64, self.state = self._models(self.loaded, self.init_inputs)
+        self.budget = self._budget(start)
         self.exchange = Path(start.exchange_dir)
         self.refs: list[list[Reference]] = []
         self.compiled: Any = None
@@ -105,7 +113,16 @@ class Judge:
         with torch.no_grad():
             r = as_outputs(model(*inputs), "Model")
             r64 = as_outputs(model64(*to_device(inputs, self.device, double=True)), "Model")
-        return [Reference(a.detach(), b.detach().double()) for a, b in zip(r, r64, strict=True)]
+        return [Reference(a.detach(), b.detach().double(), self.budget) for a, b in zip(r, r64, strict=True)]
+
+    def _budget(self, start: P.JudgeStart) -> Budget:
+        """Fair or strict by the evidence about the candidate's code (skills/harness/compare.py);
+        on CUDA a tf32 problem's reference runs on TF32 tensor cores, elsewhere TF32 is budgeted."""
+        loaded = self.loaded
+        return budget_for(start.evidence.checked, start.evidence.formats, self.precision,
+                          reference_tf32=self.device.type == "cuda",
+                          reduction_length=lambda: reduction_length(lambda: loaded.Model(*loaded.get_init_inputs()),
+                                                                    loaded.get_inputs))
 
     def build(self) -> P.JudgeReady:
         """Draw every input set, compute references, write the weights for the candidate."""
@@ -313,7 +330,7 @@ def main() -> None:
             elif isinstance(msg, P.BaselineRequest):
                 stage = "baseline"
                 chan.send(judge.baselines(msg))
-    except ProblemRefused as exc:
+    except (ProblemRefused, BudgetUndefined) as exc:
         chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem refused: {exc}"))
     except ProblemError as exc:
         chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem cannot be loaded: {exc}"))

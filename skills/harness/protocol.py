@@ -14,6 +14,7 @@ from typing import Literal
 
 import msgspec
 
+from skills.precision_code import UNCHECKED, PrecisionEvidence
 from skills.results import Flag, Precision, SetResult
 
 MAX_FRAME = 256 * 2**20
@@ -79,6 +80,9 @@ class JudgeStart(msgspec.Struct, tag=True, kw_only=True):
     """Where the judge writes the initial weights (init.pt) for the candidate."""
     shape_check: bool = True
     """Also draw one set at other sizes (skills.problem.shape_check_sizes), for correctness only."""
+    evidence: PrecisionEvidence = UNCHECKED
+    """What the scan of the candidate's built code found (skills/precision_code.py); the judge's
+    budget is fair only where it was checked and holds no reduced-precision instruction."""
 
 
 SHAPE_SET_SEED = -2
