@@ -484,3 +484,64 @@ def test_nvcc_ptx_of_a_plain_kernel_is_clean(tmp_path: Path) -> None:
     ev = scan_cuda_sources(kdir, cfg)
     assert ev.checked and "bf16" in ev.formats, ev
     assert subprocess.run(["nvcc", "--version"], capture_output=True, check=False).returncode == 0
+
+
+BIG_MEAN = '''import torch
+import torch.nn as nn
+
+N = 1 << 23
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.mean((a - b) ** 2)
+
+
+def get_inputs():
+    return [torch.randn(N), torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+'''
+MEAN_NEW = '''import torch
+from kagent_ext import ops
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, a, b):
+        out = torch.empty((), dtype=a.dtype)
+        ops.mse(a, b, out, a.numel())
+        return out
+'''
+MEAN_CPP = """#include "kagent.h"
+KAGENT_EXPORT void mse(const float* a, const float* b, float* out, int64_t n) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) { double d = (double)a[i] - (double)b[i]; s += d * d; }
+  *out = (float)(s / (double)n);
+}
+"""
+CONSTANT_CPP = """#include "kagent.h"
+KAGENT_EXPORT void mse(const float* a, const float* b, float* out, int64_t n) { *out = 2.0f; }
+"""
+
+
+def test_a_long_mean_falls_back_to_the_strict_budget(tmp_path: Path) -> None:
+    """An 8M-term mean varies across input sets by ~5e-4, less than the fair budget's room
+    (8 u32 sqrt(n) ~ 1.4e-3): graded on the fair budget, the constant 2.0 would pass (seen on the
+    H200 with level1/04_mse_loss). The judge then grades on the strict budget: the honest kernel
+    passes, the constant fails, and the problem is not refused."""
+    problem = tmp_path / "big_mse.py"
+    problem.write_text(BIG_MEAN)
+    cfg = EvalConfig(backend="cpu", baselines=["eager"], build=BuildConfig(backend="cpu", cache_dir=str(tmp_path / "b")))
+    results = {}
+    for name, cpp in (("honest", MEAN_CPP), ("constant", CONSTANT_CPP)):
+        ws = tmp_path / name
+        (ws / "kernels").mkdir(parents=True)
+        shutil.copyfile(problem, ws / "model.py")
+        (ws / "model_new.py").write_text(MEAN_NEW)
+        (ws / "kernels" / "mse.cpp").write_text(cpp)
+        results[name] = anyio.run(lambda ws=ws: evaluate(problem, ws, mode="test", config=cfg))
+    assert results["honest"].correct, results["honest"].error or [o.message for s in results["honest"].sets for o in s.outputs]
+    constant = results["constant"]
+    assert constant.stage != "problem" and not constant.correct, constant.error

@@ -23,6 +23,7 @@ import torch
 from skills.affinity import pin_self
 from skills.harness import protocol as P
 from skills.harness.compare import (
+    STRICT,
     Budget,
     BudgetUndefined,
     Reference,
@@ -183,7 +184,7 @@ class Judge:
 
     def _refuse_degenerate(self) -> None:
         """Rows 12-13 of EXPLOITS.md: a problem whose output ignores its inputs or is ~0 is refused."""
-        for i, ref in enumerate(self.refs[0]):
+        for i in range(len(self.refs[0])):
             peak = max(float(refs[i].r64.abs().nan_to_num(0.0).max()) if refs[i].r64.numel() else 0.0
                        for refs in self.refs)
             if peak < 1e-6:
@@ -191,9 +192,19 @@ class Judge:
             # Near-constant, not only bit-equal: if set 0's answer, returned for every other set,
             # passes their comparisons, a constant output would score as correct (row 13).
             n = self.start.n_sets
-            if n >= 2 and all(compare_output(i, ref.r, self.refs[k][i]).ok for k in range(1, n)):
+            if n >= 2 and self.budget != STRICT and self._constant_passes(i):
+                # The fair budget's room (long reductions: 8 u32 sqrt(n)) exceeds what tells the
+                # sets apart (a 128M-term mean varies by ~1e-4): such an output can only be graded
+                # on torch's own rounding, so the whole evaluation falls back to the strict budget.
+                self.budget = STRICT
+                self.refs = [[Reference(r.r, r.r64, STRICT) for r in refs] for refs in self.refs]
+            if n >= 2 and self._constant_passes(i):
                 raise ProblemRefused(f"output {i} is (nearly) the same for different inputs: it does not depend"
                                      " on them enough to grade (one set's answer returned for every set passes)")
+
+    def _constant_passes(self, i: int) -> bool:
+        """Set 0's output i, returned for every other set, passes their comparisons."""
+        return all(compare_output(i, self.refs[0][i].r, self.refs[k][i]).ok for k in range(1, self.start.n_sets))
 
     def _sample_positions(self) -> list[list[int]]:
         rng = random.Random(self.start.seed ^ 0x5EED)
