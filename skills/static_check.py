@@ -79,15 +79,15 @@ DUNDER_ATTRS_OK = {"__init__", "__name__", "__qualname__", "__doc__", "__module_
 DUNDER_NAMES_OK = {"__name__", "__file__", "__doc__", "__debug__", "__class__", "__all__", "__slots__"}
 # Doors around the dispatch-mode op recorder, by a name no fair code spells (cheat:
 # `with torch._C._DisableTorchDispatch(): return torch.relu(x)`, or compute run by code the
-# recorder never sees: torch.compile/inductor output, jiterator, a replayed CUDA graph, a C++
-# source compiled from a Python string by load_inline). Fair code uses none of them.
+# recorder never sees: torch.compile/inductor output, jiterator, a replayed CUDA graph). load_inline (torch.utils.cpp_extension) stays allowed: it is how KernelBench files build
+# their own C++ (DESIGN §5); fair code uses none of the rest.
 DISPATCH_NAMES = {
     "_disable_current_modes", "_DisableTorchDispatch", "DisableTorchFunction", "DisableTorchFunctionSubclass",
     "_disable_torch_function", "_pop_mode", "_push_mode", "_pop_mode_temporarily", "_set_dispatch_mode",
     "_unset_dispatch_mode", "_python_dispatch", "TorchDispatchMode", "TorchFunctionMode", "__torch_function__",
     "__torch_dispatch__", "_DisablePythonDispatcher", "_EnablePythonDispatcher", "_ExcludeDispatchKeyGuard",
     "_dynamo", "_inductor", "overrides", "_ops", "_prims", "_refs", "_decomp", "_higher_order_ops", "_subclasses",
-    "_functorch", "functorch", "_export", "_library", "_custom_ops", "custom_op", "cpp_extension", "load_inline",
+    "_functorch", "functorch", "_export", "_library", "_custom_ops", "custom_op",
     "jiterator", "CUDAGraph", "make_graphed_callables", "graphs", "_pop_torch_dispatch_stack",
     "_push_on_torch_dispatch_stack", "_pop_torch_function_stack", "_push_on_torch_function_stack", "_disable_infra_mode",
     "_unset_infra_mode", "_DisableFuncTorch", "_disabled_torch_dispatch_impl", "_disabled_torch_function_impl",

@@ -18,6 +18,7 @@ from skills.build import BuildConfig
 from skills.evaluate import EvalConfig, evaluate
 from skills.harness.protocol import TimingConfig
 from tests.conftest import MakeWs
+from tests.test_environment_faults import RELU_NEW
 
 BIG_RELU = '''import torch
 import torch.nn as nn
@@ -37,16 +38,6 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
-RELU_NEW = '''import torch
-from kagent_ext import ops
-
-
-class ModelNew(torch.nn.Module):
-    def forward(self, x):
-        y = torch.empty_like(x)
-        ops.relu(x, y, x.numel())
-        return y
 '''
 RELU_CPP = ('#include "kagent.h"\nKAGENT_EXPORT void relu(const float* x, float* y, int64_t n) {\n'
             '#pragma omp parallel for simd schedule(static)\n'

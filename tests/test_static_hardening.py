@@ -96,7 +96,6 @@ PY_CHEATS: list[tuple[str, str, str]] = [
     ("torch_ops", "dispatch_bypass", relu_py("return torch.ops.aten.relu.default(x)")),
     ("torch_dynamo", "dispatch_bypass", relu_py(RELU_FWD, "import torch._dynamo\n")),
     ("torch_alias", "dispatch_bypass", relu_py("return _t.ops.aten.relu.default(x)", "_t = torch.nn.functional.torch\n")),
-    ("load_inline", "dispatch_bypass", relu_py(RELU_FWD, "from torch.utils.cpp_extension import load_inline\n")),
     ("cuda_graph", "dispatch_bypass", relu_py(RELU_FWD, "_g = torch.cuda.CUDAGraph\n")),
     ("torch_function_subclass", "dispatch_bypass", relu_py(RELU_FWD, "class _T(torch.Tensor):\n"
                                                            "    def __torch_function__(cls, f, t, a=(), k=None):\n"

@@ -192,7 +192,7 @@ class Judge:
             # Near-constant, not only bit-equal: if set 0's answer, returned for every other set,
             # passes their comparisons, a constant output would score as correct (row 13).
             n = self.start.n_sets
-            if n >= 2 and self.budget != STRICT and self._constant_passes(i):
+            if n >= 2 and self.budget != STRICT and (self._constant_passes(i) or self._mean_passes(i)):
                 # The fair budget's room (long reductions: 8 u32 sqrt(n)) exceeds what tells the
                 # sets apart (a 128M-term mean varies by ~1e-4): such an output can only be graded
                 # on torch's own rounding, so the whole evaluation falls back to the strict budget.
@@ -205,6 +205,14 @@ class Judge:
     def _constant_passes(self, i: int) -> bool:
         """Set 0's output i, returned for every other set, passes their comparisons."""
         return all(compare_output(i, self.refs[0][i].r, self.refs[k][i]).ok for k in range(1, self.start.n_sets))
+
+    def _mean_passes(self, i: int) -> bool:
+        """The sets' mean output i (a cheat's estimate of the expectation, closer than any one set's
+        answer), returned for every set, passes them all."""
+        if not self.refs[0][i].r.is_floating_point():
+            return False
+        mean = torch.stack([refs[i].r.double() for refs in self.refs]).mean(0).to(self.refs[0][i].r.dtype)
+        return all(compare_output(i, mean, refs[i]).ok for refs in self.refs)
 
     def _sample_positions(self) -> list[list[int]]:
         rng = random.Random(self.start.seed ^ 0x5EED)
