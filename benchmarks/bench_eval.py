@@ -140,7 +140,7 @@ def _compile_storm(k: int, tmp: Path, confined: bool = True) -> list[subprocess.
 
 
 # before: one work buffer, workers not pinned, builds not confined (the first H200 measurement).
-# after: 4 buffers, pinned (session 3: no steadier). Both with lead_us 0: the GPU idle when each
+# after: 4 buffers, pinned (no steadier on the H200). Both with lead_us 0: the GPU idle when each
 # timed call starts, as before the lead existed. "lead": the default TimingConfig (a spin kernel
 # queued ahead of every timed call); "lead+pool": the same through a WarmPool, as the daemon runs.
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -1039,7 +1039,7 @@ def main() -> None:
             torch.cuda.empty_cache()
         print(f"{name}: {rec['seconds']:.1f} s  " + (f"FAILED {rec['failed']}" if "failed" in rec else "  ".join(
             f"{c}={cell(rec['candidates'].get(c))}" for c in cands)), file=sys.stderr, flush=True)
-        # What is done so far survives a run cut short (a device session's time limit).
+        # What is done so far survives a run cut short (a device call's time limit).
         partial = build_payload(args, records, env, time.perf_counter() - t0, partial=True)
         write_result(args.out, partial)
         (RESULTS / f"{args.out}.md").write_text(markdown(partial))
