@@ -530,14 +530,20 @@ def cand_split(ctx: Ctx) -> tuple[list[list[Any]], str]:
     raise Skip("; ".join(why))
 
 
-def cand_reorder(ctx: Ctx) -> tuple[list[list[Any]], str]:
+def _under(ctx: Ctx, mode: Any) -> list[list[Any]]:
+    """The model's outputs on every set, each call run under the dispatch mode `mode`."""
     model = ctx.model()
-    mode = Reorder()
     outs = []
     with ctx.dispatchable():
         for s in ctx.sets:
             with mode:
                 outs.append(ctx.run(model, s))
+    return outs
+
+
+def cand_reorder(ctx: Ctx) -> tuple[list[list[Any]], str]:
+    mode = Reorder()
+    outs = _under(ctx, mode)
     if not mode.changed:
         raise Skip("no matmul, conv or reduction op to reorder")
     return outs, f"{mode.changed // len(ctx.sets)} ops reordered per call"
@@ -632,13 +638,8 @@ def cand_tf32_hw(ctx: Ctx) -> tuple[list[list[Any]], str]:
 
 def _fair_code(how: str) -> Callable[[Ctx], tuple[list[list[Any]], str]]:
     def cand(ctx: Ctx) -> tuple[list[list[Any]], str]:
-        model = ctx.model()
         mode = FairCode(how)
-        outs = []
-        with ctx.dispatchable():
-            for s in ctx.sets:
-                with mode:
-                    outs.append(ctx.run(model, s))
+        outs = _under(ctx, mode)
         if not mode.changed:
             raise Skip({"online": "no softmax, logsumexp or layer norm", "fastmath": "no transcendental op"}.get(
                 how, "no sum, mean, matmul or convolution"))

@@ -594,7 +594,7 @@ class Child:
     def kill(self) -> None:
         if self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # our child's own session (start_new_session)
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the child's own process group (start_new_session)
             except ProcessLookupError:
                 pass
 

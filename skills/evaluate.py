@@ -168,9 +168,7 @@ class _State:
         self.sandbox: str | None = None
         self.paired: list[Speedup] | None = None
         """Final mode: the speedups from paired rounds (skills/paired.py), which the reward uses."""
-        self.round_samples: list[P.Samples] = []
         self.compile_error: str | None = None
-        self.base_samples: dict[str, list[P.Samples]] = {}
         self.environment_fault: str | None = None
         """Set when the environment, not the candidate, stopped the evaluation (reward None)."""
         self.config = config
@@ -192,6 +190,11 @@ def speedup(baseline: str, base: TimingResult, cand: TimingResult, margin: float
     return Speedup(baseline=baseline, value=value, low=low, high=high, faster=low > 1.0 + margin)
 
 
+def _correct(state: _State) -> bool:
+    """Every set was compared and passed, and nothing stopped the evaluation."""
+    return bool(state.sets) and all(s.ok for s in state.sets) and state.error is None
+
+
 def finish(state: _State) -> EvalResult:
     cfg = state.config
     speedups = list(state.paired or [])
@@ -199,7 +202,7 @@ def finish(state: _State) -> EvalResult:
         for name, base in (("eager", state.eager), ("compile", state.compiled_baseline)):
             if base is not None:
                 speedups.append(speedup(name, base, state.candidate, cfg.margin))
-    correct = bool(state.sets) and all(s.ok for s in state.sets) and state.error is None
+    correct = _correct(state)
     state.times.total = time.perf_counter() - state.began
     result = EvalResult(
         problem=state.problem, problem_id=state.problem_id, backend=cfg.backend, mode=state.mode,
@@ -373,7 +376,7 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
             await slot.judge.close()
             return finish(state)
         await _run_workers(problem, built, slot, state, baseline_cache)
-        passed = bool(state.sets) and all(s.ok for s in state.sets) and state.error is None and not state.flags
+        passed = _correct(state) and not state.flags
         state.times.parts |= await anyio.to_thread.run_sync(ext_cache.keep, reuse, passed)
     finally:
         await anyio.to_thread.run_sync(shutil.rmtree, slot.scratch.root, True)
@@ -576,7 +579,7 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     t = time.perf_counter()
     state.stage = "timing"
     if state.mode != "final" or cfg.paired.min_rounds <= 0:
-        state.candidate = await _candidate_round(judge, cand, state, ready, seed, nonce, device, 0)
+        state.candidate, _ = await _candidate_round(judge, cand, state, ready, seed, nonce, device, 0)
         await cand.close()  # free its memory and the GPU before baselines run
         state.times.timing = time.perf_counter() - t
         t = time.perf_counter()
@@ -601,25 +604,29 @@ async def _paired_rounds(judge: Worker, cand: Worker, state: _State, ready: P.Ju
     until the speedups are decided (skills/paired.py); the reward's speedups come from the pairs."""
     cfg = state.config
     cands: list[TimingResult] = []
+    cand_samples: list[P.Samples] = []
     bases: dict[str, list[TimingResult]] = {}
+    base_samples: dict[str, list[P.Samples]] = {}
     which = list(cfg.baselines)
     while True:
         state.stage = "timing"
-        cands.append(await _candidate_round(judge, cand, state, ready, seed, nonce, device, len(cands)))
+        result, samples = await _candidate_round(judge, cand, state, ready, seed, nonce, device, len(cands))
+        cands.append(result)
+        cand_samples.append(samples)
         if state.flags:
             break  # the reward is -1 whatever the baselines do
         state.stage = "baseline"
         t = time.perf_counter()
-        which = await _baseline_round(judge, state, nonce, which, bases)
+        which = await _baseline_round(judge, state, nonce, which, bases, base_samples)
         state.times.baselines = (state.times.baselines or 0.0) + time.perf_counter() - t
         state.paired = [paired_speedup(name, rounds, cands, cfg.margin) for name, rounds in bases.items()]
         if len(cands) >= cfg.paired.max_rounds or (
                 len(cands) >= cfg.paired.min_rounds and not any(straddles(s, cfg.margin) for s in state.paired)):
             break
     await cand.close()
-    state.candidate = _merged_result(cands, state.round_samples)
-    state.eager = _merged_result(bases["eager"], state.base_samples["eager"]) if "eager" in bases else None
-    state.compiled_baseline = (_merged_result(bases["compile"], state.base_samples["compile"])
+    state.candidate = _merged_result(cands, cand_samples)
+    state.eager = _merged_result(bases["eager"], base_samples["eager"]) if "eager" in bases else None
+    state.compiled_baseline = (_merged_result(bases["compile"], base_samples["compile"])
                                if "compile" in bases else None)
 
 
@@ -634,7 +641,8 @@ def _merged_result(rounds: list[TimingResult], samples: list[P.Samples]) -> Timi
 
 
 async def _baseline_round(judge: Worker, state: _State, nonce: str, which: list[Literal["eager", "compile"]],
-                          bases: dict[str, list[TimingResult]]) -> list[Literal["eager", "compile"]]:
+                          bases: dict[str, list[TimingResult]],
+                          base_samples: dict[str, list[P.Samples]]) -> list[Literal["eager", "compile"]]:
     """One loop of each baseline in `which`, right after a candidate round; returns the baselines
     to time next round (torch.compile failing is a fact about the problem: not asked again)."""
     cfg = state.config
@@ -644,15 +652,15 @@ async def _baseline_round(judge: Worker, state: _State, nonce: str, which: list[
     for name, samples in (("eager", rep.eager), ("compile", rep.compile)):
         if samples is not None:
             bases.setdefault(name, []).append(_timing_result(samples))
-            state.base_samples.setdefault(name, []).append(samples)
+            base_samples.setdefault(name, []).append(samples)
     state.compile_error = state.compile_error or rep.compile_error
     return [b for b in which if not (b == "compile" and rep.compile_error is not None)]
 
 
 async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.JudgeReady, seed: int,
-                           nonce: str, device: str, r: int) -> TimingResult:
+                           nonce: str, device: str, r: int) -> tuple[TimingResult, P.Samples]:
     """One timed loop of the candidate with round r's own canaries and their secret places, and
-    every check on it (their flags go to the state)."""
+    every check on it (their flags go to the state); its timing and raw samples."""
     cfg = state.config
     first = cfg.n_sets + r * cfg.n_canaries  # this round's canaries, in the judge's numbering of sets
     rng = random.Random(seed + r)
@@ -669,7 +677,6 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
     for k, v in timed.seconds.items():
         state.times.parts[f"candidate {k}"] = state.times.parts.get(f"candidate {k}", 0.0) + v
     result = _timing_result(timed.samples)
-    state.round_samples.append(timed.samples)
     seen = mark_windows(marks, len(timed.samples.per_call_us)) if marks else None
     if seen is not None:
         result.window_us = statistics.median(seen[0])
@@ -679,7 +686,7 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
              + order_check(timed, cfg.n_sets, fractions)
              + clock_check(timed.samples, marks, cfg.timing.lead_us if device == "cuda" else 0.0, [before, after]))
     state.flags += [f for f in flags if f.name not in {g.name for g in state.flags}]
-    return result
+    return result, timed.samples
 
 
 def _timed_rounds(cfg: EvalConfig, mode: Mode) -> int:

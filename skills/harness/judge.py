@@ -189,18 +189,21 @@ class Judge:
                        for refs in self.refs)
             if peak < 1e-6:
                 raise ProblemRefused(f"output {i} is tiny (max |value| {peak:.3g}): any answer near 0 would pass")
-            # Near-constant, not only bit-equal: if set 0's answer, returned for every other set,
-            # passes their comparisons, a constant output would score as correct (row 13).
-            n = self.start.n_sets
-            if n >= 2 and self.budget != STRICT and (self._constant_passes(i) or self._mean_passes(i)):
+            # Near-constant, not only bit-equal: if set 0's answer or the sets' mean (a cheat's
+            # estimate of the expectation), returned for every set, passes, a constant scores (row 13).
+            if self.start.n_sets < 2:
+                continue
+            constant = self._constant_passes(i) or self._mean_passes(i)
+            if self.budget != STRICT and constant:
                 # The fair budget's room (long reductions: 8 u32 sqrt(n)) exceeds what tells the
                 # sets apart (a 128M-term mean varies by ~1e-4): such an output can only be graded
                 # on torch's own rounding, so the whole evaluation falls back to the strict budget.
                 self.budget = STRICT
                 self.refs = [[Reference(r.r, r.r64, STRICT) for r in refs] for refs in self.refs]
-            if n >= 2 and self._constant_passes(i):
+                constant = self._constant_passes(i) or self._mean_passes(i)
+            if constant:
                 raise ProblemRefused(f"output {i} is (nearly) the same for different inputs: it does not depend"
-                                     " on them enough to grade (one set's answer returned for every set passes)")
+                                     " on them enough to grade (one set's answer, or the sets' mean, returned for every set passes)")
 
     def _constant_passes(self, i: int) -> bool:
         """Set 0's output i, returned for every other set, passes their comparisons."""
