@@ -2,6 +2,7 @@
 
     kagent eval PROBLEM.py SOLUTION [--backend cuda|cpu] [--mode final|profile|test] [--json]
     kagent problems list [--root problems] [--level N]
+    kagent build WORKSPACE [--backend cuda|cpu]  static checks + compile, no GPU needed
     kagent solve FILE [--out DIR]             through the running kagentd (streams progress)
     kagent episodes list|show ID|export       the store (runtime/cli_runtime.py)
     kagent replay EPISODE [--skip-timing]     re-run a logged episode's tool calls and compare
@@ -72,6 +73,9 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     _eval_args(sub)
     _problems_args(sub)
+    from runtime.build_command import add_build_parser
+
+    add_build_parser(sub)
     from runtime.cli_runtime import add_parsers
 
     add_parsers(sub)
@@ -141,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
             return run_eval(args)
         if args.command == "problems":
             return run_problems(args)
+        if args.command == "build":
+            from runtime.build_command import run_build
+
+            return run_build(args)
         from runtime.cli_runtime import run
 
         return run(args)

@@ -30,6 +30,7 @@ import msgspec
 
 from skills.affinity import confine_build
 from skills.atomic import write_atomic
+from skills.libraries import SPECS, FoundLibrary, LibraryName, link_flags, locate, wanted
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 KAGENT_H = HARNESS_DIR / "kagent.h"
@@ -97,6 +98,9 @@ class BuildConfig(msgspec.Struct, kw_only=True):
     """How many compiler processes run at once."""
     max_error_chars: int = 4000
     """Cap on BuildResult.errors (warnings get half of it)."""
+    library_roots: list[str] | None = None
+    """Folders searched like site-packages for the nvidia-* wheels of cuBLAS/cuDNN/CUTLASS
+    (skills/libraries.py); None: the running interpreter's sys.path, where torch finds them."""
 
 
 class Param(msgspec.Struct):
@@ -178,6 +182,8 @@ class BuildResult(msgspec.Struct):
     """Wall time of the whole build."""
     key: str
     """Content hash of the library ("" when the build stopped before linking)."""
+    libraries: list[FoundLibrary] = []
+    """The CUDA libraries the sources include, where each was found (linked or header-only)."""
 
 
 class BuildError(Exception):
@@ -236,7 +242,8 @@ def build(kernels_dir: str | Path, config: BuildConfig) -> BuildResult:
         if _is_torch_flavour(snap):
             return _build_torch(snap, config, start)
         functions = parse_signatures(snap.sources)
-        return _build_c_abi(snap, functions, config, start)
+        libraries = _libraries(snap, config)
+        return _build_c_abi(snap, functions, config, start, libraries)
     except BuildError as exc:
         return _failed(config, str(exc), start)
 
@@ -389,6 +396,49 @@ def _is_torch_flavour(snap: _Snapshot) -> bool:
     )
 
 
+# --------------------------------------------------------------------------- libraries
+
+
+def _libraries(snap: _Snapshot, config: BuildConfig) -> list[FoundLibrary]:
+    """The libraries the snapshot includes, located; BuildError naming the include when one is
+    not available here (before any compiler runs, so the agent sees why, not `No such file`)."""
+    wants = wanted({**snap.sources, **snap.headers})
+    if not wants:
+        return []
+    if config.backend == "cpu":
+        where = "; ".join(wants.values())
+        raise BuildError(f"{where}: the CUDA libraries (cuBLAS, cuBLASLt, cuDNN, CUTLASS) exist on the "
+                         "cuda backend only; on cpu write the computation in your own C++")
+    found = _located(tuple(config.library_roots if config.library_roots is not None else sys.path),
+                     cuda_include_dir(config.nvcc))
+    missing = [f"{where}: {found[name]}" for name, where in wants.items() if isinstance(found[name], str)]
+    if missing:
+        raise BuildError("\n".join(missing) + "\n(that library cannot be used on this machine: write "
+                         "that part of the computation in your own kernels)")
+    return [lib for name in wants if isinstance(lib := found[name], FoundLibrary)]
+
+
+def _located(roots: tuple[str, ...], toolkit_include: str) -> dict[LibraryName, FoundLibrary | str]:
+    """Every known library, located afresh (a few stat calls): a wheel upgraded while the daemon
+    runs changes the fingerprint, so no object compiled against the old headers is reused."""
+    return {name: locate(name, list(roots), toolkit_include) for name in SPECS}
+
+
+def library_compile_flags(config: BuildConfig) -> list[str]:
+    """nvcc flags (-I, CUTLASS's --expt-relaxed-constexpr) of every library found on this machine (for tools that recompile a source
+    without knowing what it includes, e.g. skills/precision_code.py through ptx_command)."""
+    if config.backend != "cuda":
+        return []
+    try:
+        toolkit = cuda_include_dir(config.nvcc)
+    except BuildError:
+        return []
+    roots = tuple(config.library_roots if config.library_roots is not None else sys.path)
+    found = [lib for lib in _located(roots, toolkit).values() if isinstance(lib, FoundLibrary)]
+    relaxed = ["--expt-relaxed-constexpr"] if any(lib.name == "cutlass" for lib in found) else []
+    return relaxed + [f"-I{d}" for lib in found for d in lib.include_dirs]
+
+
 # --------------------------------------------------------------------------- tools
 
 
@@ -434,7 +484,7 @@ def _native_march(cxx: str) -> str:
 
 
 @functools.cache
-def _cuda_include(nvcc: str) -> str:
+def cuda_include_dir(nvcc: str) -> str:
     """The CUDA include directory nvcc itself uses (works through wrapper scripts)."""
     rc, out = _run([nvcc, "--dryrun", "-x", "cu", "-c", "/dev/null", "-o", "/dev/null"],
                    _PROBE_CWD, 60.0)
@@ -458,14 +508,15 @@ def _sha(*parts: bytes | str) -> str:
 
 
 def _build_c_abi(
-    snap: _Snapshot, functions: list[FunctionSig], config: BuildConfig, start: float
+    snap: _Snapshot, functions: list[FunctionSig], config: BuildConfig, start: float,
+    libraries: list[FoundLibrary],
 ) -> BuildResult:
     cache = Path(config.cache_dir)
     # The snapshot lives inside the cache so that finished files move in with an atomic rename.
     (cache / "tmp").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache / "tmp", prefix="build-") as tmp:
         work = Path(tmp)
-        compiled = _compile_all(_plan_units(snap, config, work), config, cache, work)
+        compiled = _compile_all(_plan_units(snap, config, work, libraries), config, cache, work)
         units = [
             UnitResult(file=c.unit.label, cached=c.cached, seconds=c.seconds, ok=c.ok)
             for c in compiled
@@ -478,35 +529,40 @@ def _build_c_abi(
             return _failed(
                 config, trim_diagnostics(failed, "error", config.max_error_chars), start,
                 functions=functions, units=units, resources=resources,
-                warnings=trim_diagnostics(outputs, "warning", warn_limit),
+                warnings=trim_diagnostics(outputs, "warning", warn_limit), libraries=libraries,
             )
-        link = _link(compiled, config, cache, work)
+        link = _link(compiled, config, cache, work, libraries)
     warnings = trim_diagnostics(outputs + "\n" + link.output, "warning", warn_limit)
     if not link.ok:
         errors = trim_diagnostics(link.output, "error", config.max_error_chars)
         return _failed(config, errors, start, functions=functions, units=units,
-                       resources=resources, warnings=warnings, key=link.key)
+                       resources=resources, warnings=warnings, key=link.key, libraries=libraries)
     return BuildResult(
         ok=True, backend=config.backend, flavour="c_abi", lib_path=link.lib_path,
         functions=functions, errors="", warnings=warnings, resources=resources, units=units,
         cached=link.cached and all(c.cached for c in compiled),
-        seconds=time.perf_counter() - start, key=link.key,
+        seconds=time.perf_counter() - start, key=link.key, libraries=libraries,
     )
 
 
-def _compile_cmd(config: BuildConfig, src: str, include_kernels: bool = True) -> list[str]:
+def _compile_cmd(config: BuildConfig, src: str, include_kernels: bool = True,
+                 libraries: list[FoundLibrary] | None = None) -> list[str]:
     """The compiler command for `src` (relative to the snapshot), without `-o`."""
-    includes = [f"-I{HARNESS_DIR}"] + (["-Ikernels"] if include_kernels else [])
+    libs = libraries or []
+    includes = ([f"-I{HARNESS_DIR}"] + (["-Ikernels"] if include_kernels else [])
+                + [f"-I{d}" for lib in libs for d in lib.include_dirs])
     if src.endswith(".cu"):
+        # CuTe's constexpr helpers are called from device code; CUTLASS builds with this flag.
+        cutlass = ["--expt-relaxed-constexpr"] if any(lib.name == "cutlass" for lib in libs) else []
         return [
             config.nvcc, "-O3", "-std=c++17", f"-arch={config.arch}", "-Xptxas", "-v",
-            "-Xcompiler", "-fPIC", *includes, "-c", src,
+            "-Xcompiler", "-fPIC", *cutlass, *includes, "-c", src,
         ]
     if config.backend == "cuda":
         # KAGENT_CUDA makes kagent.h pull in the CUDA runtime and half types for host code.
         return [
             config.cxx, "-O3", "-std=c++17", "-fPIC", "-DKAGENT_CUDA",
-            f"-I{_cuda_include(config.nvcc)}", *includes, "-c", src,
+            f"-I{cuda_include_dir(config.nvcc)}", *includes, "-c", src,
         ]
     return [
         config.cxx, "-O3", "-march=native", "-fopenmp", "-std=c++17", "-fPIC", *includes,
@@ -517,8 +573,11 @@ def _compile_cmd(config: BuildConfig, src: str, include_kernels: bool = True) ->
 def ptx_command(config: BuildConfig, src: str) -> list[str]:
     """The nvcc command that writes the PTX of the `.cu` file `src` (relative to a folder holding
     kernels/) with the flags its object is compiled with, without `-o`: skills/precision_code.py
-    reads the instructions the device code uses from it (the library's fatbinary is compressed)."""
+    reads the instructions the device code uses from it (the library's fatbinary is compressed).
+    Every library found on the machine is on its include path: the caller does not know which
+    ones `src` includes, and an unused -I changes no code."""
     cmd = _compile_cmd(config, src)
+    cmd = [*cmd[:-2], *library_compile_flags(config), *cmd[-2:]]
     cmd = [a for a in cmd if a not in ("-Xptxas", "-v")]
     return [("-ptx" if a == "-c" else a) for a in cmd]
 
@@ -529,8 +588,10 @@ def run_tool(cmd: list[str], cwd: Path, timeout_s: float) -> tuple[int | None, s
     return _run(cmd, cwd, timeout_s)
 
 
-def _plan_units(snap: _Snapshot, config: BuildConfig, work: Path) -> list[_Unit]:
-    """Write the snapshot into `work` and derive each unit's command and cache key."""
+def _plan_units(snap: _Snapshot, config: BuildConfig, work: Path,
+                libraries: list[FoundLibrary]) -> list[_Unit]:
+    """Write the snapshot into `work` and derive each unit's command and cache key (which covers
+    the libraries' versions and files: a reinstalled wheel at the same path recompiles)."""
     kdir = work / "kernels"
     kdir.mkdir()
     for name, data in {**snap.sources, **snap.headers}.items():
@@ -539,11 +600,12 @@ def _plan_units(snap: _Snapshot, config: BuildConfig, work: Path) -> list[_Unit]
     headers = [part for name, data in snap.headers.items() for part in (name, data)]
     # -march=native is spelled the same on every machine; key on what it resolves to.
     machine = _native_march(config.cxx) if config.backend == "cpu" else ""
+    lib_parts = [lib.fingerprint for lib in libraries]
     units = []
     for name, data in snap.sources.items():
-        cmd = _compile_cmd(config, f"kernels/{name}")
+        cmd = _compile_cmd(config, f"kernels/{name}", libraries=libraries)
         key = _sha(_RECIPE, name, data, *headers, kagent_h, "\0".join(cmd),
-                   _tool_version(cmd[0]), machine)
+                   _tool_version(cmd[0]), machine, *lib_parts)
         units.append(_Unit(label=f"kernels/{name}", cmd=cmd, key=key))
     if config.backend == "cuda":
         # The runtime unit does not include the workspace's headers, so its key leaves them out
@@ -605,21 +667,23 @@ class _Link(msgspec.Struct):
     """Cache key of the library."""
 
 
-def _link(compiled: list[_Compiled], config: BuildConfig, cache: Path, work: Path) -> _Link:
+def _link(compiled: list[_Compiled], config: BuildConfig, cache: Path, work: Path,
+          libraries: list[FoundLibrary]) -> _Link:
     # -z defs turns a missing symbol into a build error instead of a dlopen failure later.
     if config.backend == "cuda":
         head = [config.nvcc, "-shared", "-Xcompiler", "-fPIC", "-Xlinker", "-z,defs"]
     else:
         head = [config.cxx, "-shared", "-fopenmp", "-Wl,-z,defs"]
-    key = _sha(_RECIPE, "link", "\0".join(head), _tool_version(head[0]),
-               *[c.unit.key for c in compiled])
+    tail = link_flags(libraries)  # after the objects: the linker resolves left to right
+    key = _sha(_RECIPE, "link", "\0".join(head + tail), _tool_version(head[0]),
+               *[c.unit.key for c in compiled], *[lib.fingerprint for lib in libraries])
     lib = cache / "lib" / key[:2] / f"{key}.so"
     meta_path = lib.with_suffix(".json")
     if meta_path.is_file() and lib.is_file():
         meta = msgspec.json.decode(meta_path.read_bytes(), type=_Meta)
         return _Link(ok=True, lib_path=str(lib), cached=True, output=meta.output, key=key)
     out = work / f"{key}.so"
-    rc, output = _run([*head, *[str(c.obj) for c in compiled], "-o", str(out)], work,
+    rc, output = _run([*head, *[str(c.obj) for c in compiled], *tail, "-o", str(out)], work,
                       config.timeout_s)
     output = _rewrite_paths(output, {str(c.obj): c.unit.label for c in compiled})
     if rc is None:

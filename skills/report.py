@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from skills.build import BuildResult
+from skills.libraries import describe
 from skills.results import EvalResult, Interval, TimingResult
 
 
@@ -25,6 +26,8 @@ def format_build(b: BuildResult) -> str:
     lines = [f"compiled OK in {b.seconds:.2f} s ({cached}/{len(b.units)} units from cache)"]
     if b.functions:
         lines.append("exported: " + ", ".join(f"{f.name}({', '.join(p.ctype for p in f.params)})" for f in b.functions))
+    if b.libraries:
+        lines.append("libraries: " + "; ".join(describe(b.libraries).splitlines()))
     for r in b.resources:
         spill = f", SPILLS {r.spill_store_bytes}B st/{r.spill_load_bytes}B ld" if r.spill_store_bytes or r.spill_load_bytes else ""
         lines.append(f"  {r.kernel}: {r.registers} regs, {r.shared_bytes} B smem, {r.stack_bytes} B stack{spill}")

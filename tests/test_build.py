@@ -165,7 +165,7 @@ def test_ops_argument_errors(tmp_path: Path) -> None:
         ((x.double(), y, 1.0, 8), r"scale: argument 0 \('x'.*float32.*float64"),
         ((x, torch.zeros(8, 2).t(), 1.0, 8), r"argument 1 \('y'.*contiguous"),
         ((x, torch.empty(8, device="meta"), 1.0, 8), r"argument 1 \('y'.*on cpu.*meta"),
-        ((None, y, 1.0, 8), r"argument 0 \('x'.*got None"),
+        ((3, y, 1.0, 8), r"argument 0 \('x'.*tensor \(or None for a null pointer\), got int"),
         ((x, y, 1.0), r"ops.scale\(x, y, a, n\) takes 4 arguments, got 3"),
         ((x, y, torch.tensor(1.0), 8), r"argument 2 \('a'.*got a tensor"),
         ((x, y, 1.0, 8.0), r"argument 3 \('n'.*expected a Python int, got float"),

@@ -176,9 +176,12 @@ def _pointer_converter(where: str, dtype: Any, device: str, tensor_type: Any) ->
 
     def convert(a: Any) -> Any:
         # Fast path: every check passes. Diagnosis of failures is done in _pointer_error.
+        # A 0-dim tensor is contiguous and has a data pointer: it passes like any other.
         if (isinstance(a, tensor_type) and a.dtype is dtype and getattr(a, on_device)
                 and a.is_contiguous()):
             return a.data_ptr()
+        if a is None:
+            return None  # ctypes passes None as a null pointer: an optional argument (bias=None)
         raise _pointer_error(where, a, dtype, device, tensor_type, on_device)
 
     return convert
@@ -188,8 +191,8 @@ def _pointer_error(
     where: str, a: Any, dtype: Any, device: str, tensor_type: Any, on_device: str
 ) -> TypeError:
     if not isinstance(a, tensor_type):
-        got = "None" if a is None else type(a).__name__
-        return TypeError(f"{where}: expected a {dtype} tensor, got {got}")
+        return TypeError(f"{where}: expected a {dtype} tensor (or None for a null pointer), "
+                         f"got {type(a).__name__}")
     if a.dtype is not dtype:
         return TypeError(f"{where}: expected dtype {dtype}, got {a.dtype}")
     if not getattr(a, on_device):
