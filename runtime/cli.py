@@ -6,6 +6,7 @@
     kagent solve FILE [--out DIR]             through the running kagentd (streams progress)
     kagent episodes list|show ID|export       the store (runtime/cli_runtime.py)
     kagent replay EPISODE [--skip-timing]     re-run a logged episode's tool calls and compare
+    kagent bench PROBLEMS... --solutions DIR|--reference|--policy-url URL --out DIR   the results table
 
 SOLUTION is a workspace directory (model_new.py + kernels/) or a single KernelBench-style
 model_new.py that builds its own kernels with load_inline.
@@ -79,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
     from runtime.cli_runtime import add_parsers
 
     add_parsers(sub)
+    from runtime.bench_cli import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
     return ap
 
 
@@ -149,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
             from runtime.build_command import run_build
 
             return run_build(args)
+        if args.command == "bench":
+            from runtime.bench_cli import run as run_bench
+
+            return run_bench(args)
         from runtime.cli_runtime import run
 
         return run(args)

@@ -1,0 +1,218 @@
+"""`kagent bench`: grade a solution set or a policy over a problem set, as the paper's results table.
+
+    kagent bench problems/level1 problems/level2 --reference --out runs/ref-h200
+    kagent bench KernelBench/level1 --solutions runs/my_run --out runs/my_run-bench
+    kagent bench problems/ --policy-url http://127.0.0.1:8000/v1 --model policy --attempts 4 --out runs/p
+    kagent bench compare runs/a runs/b
+
+How a run goes:
+1. the problems (files or folders) and, per problem and attempt, a job: a solution to grade
+   (--solutions / --reference / --reference-model) or an agent episode (--policy-url);
+2. rows already in OUT/results.json are kept (resume); every other job runs;
+3. KernelBench-style load_inline solutions are built ahead, `--compile-jobs` at a time, by a
+   correctness-only evaluation that leaves a passing build in the parent's extension cache
+   (skills/ext_cache.py); nothing is timed meanwhile. One that fails there is graded by it (a
+   build or correctness failure scores the same in the final evaluation);
+4. the final evaluations: builds of kernels/ in the compile pool, then one evaluation slot each
+   (runtime/slots.py: one GPU per slot, so one timed loop per GPU at a time; on cpu
+   scheduler.cpu_slots), warm workers per slot as kagentd keeps them;
+5. after each row: results.json and results.csv rewritten, a progress line with the ETA; at the
+   end table.md and speedup.png (runtime/bench_report.py, runtime/bench_plot.py).
+
+Episodes (--policy-url) run through the same episode loop, skills and evaluator as kagentd, in
+process, logged to OUT/episodes.db (`kagent episodes list --db OUT/episodes.db`).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import anyio
+import msgspec
+
+from runtime.bench_plot import PLOT, plot
+from runtime.bench_report import render
+from runtime.bench_rows import (
+    BenchFile,
+    BenchRow,
+    fault_row,
+    missing_row,
+    row_from_result,
+    write_results,
+)
+from runtime.bench_sources import BenchProblem, builds_inline, reference_model_source
+from runtime.settings import SchedulerConfig
+from runtime.slots import EvalSlots, LeasedEvaluator
+from skills.baselines import BaselineCache
+from skills.evaluate import EvalConfig, WarmPool, evaluate
+from skills.results import EvalResult, Mode
+from skills.reward import get_reward_fn
+
+TABLE = "table.md"
+log = logging.getLogger("kagent.bench")
+
+
+class Job(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt at one problem."""
+
+    problem: BenchProblem
+    """The problem."""
+    attempt: int
+    """0 .. K-1."""
+    solution: str | None = None
+    """The solution to grade (None: none found, or an episode makes one)."""
+
+
+OnRow = Callable[[BenchRow], Awaitable[None]]
+
+
+class Results:
+    """The rows of a run: kept in OUT, rewritten after each new one."""
+
+    def __init__(self, out: Path, bench: BenchFile, order: list[BenchProblem]) -> None:
+        self.out, self.bench = out, bench
+        self.rank = {p.id: i for i, p in enumerate(order)}
+        self.rows = {r.key: r for r in bench.rows}
+        self.lock = anyio.Lock()
+
+    def done(self, job: Job, *, retry_faults: bool) -> bool:
+        row = self.rows.get((job.problem.id, job.attempt))
+        return row is not None and not (retry_faults and row.fault is not None)
+
+    async def add(self, row: BenchRow) -> None:
+        async with self.lock:
+            self.rows[row.key] = row
+            self.bench.rows = sorted(self.rows.values(), key=lambda r: (self.rank.get(r.problem_id, len(self.rank)),
+                                                                        r.problem, r.attempt))
+            await anyio.to_thread.run_sync(write_results, self.out, self.bench)
+
+    def finish(self) -> tuple[Path, Path | None]:
+        """table.md and speedup.png (None when nothing passed and was timed)."""
+        table = self.out / TABLE
+        table.write_text(render(self.bench), encoding="utf-8")
+        return table, plot(self.bench.rows, self.out / PLOT, title=render(self.bench).splitlines()[0][2:])
+
+
+def eval_devices(sched: SchedulerConfig, gpus: list[str]) -> list[str | None]:
+    """One slot per GPU on cuda (`gpus`), scheduler.cpu_slots slots on cpu."""
+    return list(gpus) if sched.backend == "cuda" else [None] * max(1, sched.cpu_slots)
+
+
+class Grader:
+    """Grades solutions over the slots: load_inline builds ahead, then final evaluations."""
+
+    def __init__(self, *, config: EvalConfig, slots: EvalSlots, cache: BaselineCache | None,
+                 compile_limiter: anyio.CapacityLimiter, compile_jobs: int) -> None:
+        self.config, self.slots, self.cache = config, slots, cache
+        self.compile_limiter = compile_limiter
+        self.compile_jobs = max(1, compile_jobs)
+        self.prebuilt: dict[tuple[str, int], EvalResult] = {}
+
+    async def prebuild(self, jobs: list[Job], on_build: Callable[[Job], Awaitable[None]]) -> None:
+        """Correctness-only evaluations of the load_inline jobs, `compile_jobs` at a time, spread over
+        the slots' devices; each that passes leaves its build in the extension cache, each that
+        fails (not a fault) is kept as the job's grade."""
+        inline = [j for j in jobs if j.solution is not None and builds_inline(Path(j.solution))]
+        if not inline or self.config.extension_cache_dir is None:
+            return
+        limiter = anyio.CapacityLimiter(self.compile_jobs)
+
+        async def one(i: int, job: Job) -> None:
+            async with limiter:
+                cfg = msgspec.structs.replace(self.config, gpu=self.slots.devices[i % len(self.slots.devices)])
+                result = await self._evaluate(job, cfg, "test")
+            if result.environment_fault is None and (not result.correct or result.flags or not result.compiled):
+                result.reward = get_reward_fn(cfg.reward_fn)(result)
+                result.reward_fn = cfg.reward_fn
+                self.prebuilt[(job.problem.id, job.attempt)] = result
+            await on_build(job)
+
+        async with anyio.create_task_group() as tg:
+            for i, job in enumerate(inline):
+                tg.start_soon(one, i, job)
+
+    async def grade(self, job: Job) -> BenchRow:
+        p = job.problem
+        if job.solution is None:
+            return missing_row(problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt)
+        began = time.monotonic()
+        result = self.prebuilt.get((p.id, job.attempt))
+        if result is None:
+            result = await self._evaluate(job, self.config, "final", leased=True)
+        return row_from_result(result, problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt,
+                               solution=job.solution, seconds=time.monotonic() - began)
+
+    async def _evaluate(self, job: Job, cfg: EvalConfig, mode: Mode, leased: bool = False) -> EvalResult:
+        with tempfile.TemporaryDirectory(prefix="kagent-bench-") as tmp:
+            ws = Path(tmp) / "ws"
+            await anyio.to_thread.run_sync(make_workspace, job, ws)
+            if leased:
+                ev = LeasedEvaluator(job.problem.path, cfg, cache=self.cache, slots=self.slots,
+                                     compile_limiter=self.compile_limiter)
+                return await ev.evaluate(ws, mode)
+            return await evaluate(job.problem.path, ws, mode=mode, config=cfg, baseline_cache=self.cache)
+
+
+def make_workspace(job: Job, ws: Path) -> None:
+    """An episode-shaped workspace at `ws`: model.py (the problem), model_new.py and kernels/ of the
+    solution (a single KernelBench-style file becomes model_new.py, without kernels/)."""
+    assert job.solution is not None
+    solution = Path(job.solution)
+    if solution.is_dir():
+        shutil.copytree(solution, ws, ignore=shutil.ignore_patterns("__pycache__", "model.py"))
+    else:
+        ws.mkdir(parents=True)
+        shutil.copyfile(solution, ws / "model_new.py")
+    shutil.copyfile(job.problem.path, ws / "model.py")
+
+
+def reference_model_jobs(jobs: list[Job], folder: Path) -> list[Job]:
+    """Each job's solution becomes a workspace under `folder` whose ModelNew is the problem's Model."""
+    out = []
+    for job in jobs:
+        ws = folder / job.problem.id
+        ws.mkdir(parents=True, exist_ok=True)
+        source = Path(job.problem.path).read_text(encoding="utf-8")
+        (ws / "model_new.py").write_text(reference_model_source(source), encoding="utf-8")
+        out.append(msgspec.structs.replace(job, solution=str(ws)))
+    return out
+
+
+async def run_jobs(jobs: list[Job], *, grade: Callable[[Job], Awaitable[BenchRow]], results: Results,
+                   on_row: OnRow, limit: int) -> None:
+    """Every job at once under `limit` (the slots and the compile pool queue them further)."""
+    limiter = anyio.CapacityLimiter(max(1, limit))
+
+    async def one(job: Job) -> None:
+        began = time.monotonic()
+        async with limiter:
+            try:
+                row = await grade(job)
+            except Exception as exc:  # a bug or a broken solution folder costs this row, not the run
+                log.exception("%s attempt %d", job.problem.name, job.attempt)
+                row = fault_from(job, exc, began)
+        await results.add(row)
+        await on_row(row)
+
+    async with anyio.create_task_group() as tg:
+        for job in jobs:
+            tg.start_soon(one, job)
+
+
+async def warm_pools(stack: AsyncExitStack, slots: EvalSlots, config: EvalConfig, warm: bool) -> None:
+    """Each slot's next workers started ahead, as the scheduler keeps them (scheduler.warm_workers)."""
+    if warm:
+        slots.pools = [await stack.enter_async_context(WarmPool(msgspec.structs.replace(config, gpu=d)))
+                       for d in slots.devices]
+
+
+def fault_from(job: Job, exc: BaseException, began: float) -> BenchRow:
+    p = job.problem
+    return fault_row(problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt,
+                     fault=f"{type(exc).__name__}: {exc}", seconds=time.monotonic() - began, solution=job.solution)

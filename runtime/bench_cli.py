@@ -1,0 +1,270 @@
+"""The `kagent bench` command line (wired in runtime/cli.py; the run itself is runtime/bench.py).
+
+    kagent bench PROBLEMS... (--solutions DIR | --reference | --reference-model | --policy-url URL)
+                 --out DIR [--backend cuda|cpu] [--attempts K] [--model NAME] [--gpus 0,1,..]
+                 [--compile-jobs N] [--retry-faults] [--config FILE] [--set KEY=VALUE ...]
+    kagent bench compare A B [--resamples N]
+
+Evaluation settings are kagentd's (`scheduler.eval.*`, `scheduler.limits.*`, `policy.*` of its
+TOML file, the environment, `--set`), so a bench grades the way the daemon rewards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+from runtime.bench import (
+    Grader,
+    Job,
+    Results,
+    eval_devices,
+    reference_model_jobs,
+    run_jobs,
+    warm_pools,
+)
+from runtime.bench_rows import BenchFile, BenchRow, SourceKind, read_results, run_header, same_run
+from runtime.bench_sources import BenchProblem, collect_problems, find_solutions, reference_solution
+from runtime.config import Config, ConfigError, default_config_path, load_config
+from runtime.settings import SchedulerConfig
+from runtime.slots import EvalSlots
+from skills.evaluate import EvalConfig
+from skills.sandbox import SandboxConfig
+
+
+class UsageError(Exception):
+    """Bad input on the command line; exit status 2."""
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(f"kagent bench: {text}\n")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("bench", help="the results table for a solution set or a policy over problems",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("problems", nargs="+", help="problem files or folders (levelN/ or a root of levelN/); "
+                   "`compare A B` compares two --out folders")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--solutions", type=Path, default=None, help="grade this solution folder (no LLM)")
+    src.add_argument("--reference", action="store_true", help="grade the bundled reference solutions")
+    src.add_argument("--reference-model", action="store_true",
+                     help="grade each problem's own Model as its ModelNew (a check of the harness: speedup ~1)")
+    src.add_argument("--policy-url", default=None, help="run agent episodes against this OpenAI-compatible /v1 URL")
+    p.add_argument("--model", default=None, help="model name to request (default: policy.model of the config)")
+    p.add_argument("--attempts", type=int, default=1, help="attempts per problem, K (default 1)")
+    p.add_argument("--out", type=Path, default=None, help="results folder (resumed when it holds results)")
+    p.add_argument("--backend", choices=["cuda", "cpu"], default=None, help="default: scheduler.backend")
+    p.add_argument("--gpus", default=None, help="comma list of GPUs, one slot each (default: every visible GPU)")
+    p.add_argument("--compile-jobs", type=int, default=None,
+                   help="load_inline solutions built ahead at once (default: half the cores)")
+    p.add_argument("--retry-faults", action="store_true", help="on resume, run again the rows that were faults")
+    p.add_argument("--db", type=Path, default=None, help="episode store of --policy-url (default OUT/episodes.db)")
+    p.add_argument("--config", type=Path, default=None, help="kagentd's TOML config (default: as kagentd finds it)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config setting, e.g. scheduler.eval.baselines='[\"eager\"]' (repeatable)")
+    p.add_argument("--unsafe-no-sandbox", action="store_true", help="run candidate code without bubblewrap")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (one line per row still)")
+    p.add_argument("--resamples", type=int, default=10_000, help="compare: bootstrap resamples (default 10000)")
+
+
+def visible_gpus() -> list[str]:
+    """CUDA_VISIBLE_DEVICES when set, else one id per `nvidia-smi -L` line, else just "0"."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None and env.strip():
+        return [g.strip() for g in env.split(",") if g.strip()]
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ["0"]
+    n = sum(1 for line in done.stdout.splitlines() if line.startswith("GPU "))
+    return [str(i) for i in range(n)] or ["0"]
+
+
+def _source(args: argparse.Namespace) -> SourceKind:
+    if args.solutions is not None:
+        return "solutions"
+    if args.reference:
+        return "reference"
+    if args.reference_model:
+        return "reference_model"
+    if args.policy_url:
+        return "policy"
+    raise UsageError("name one source of solutions: --solutions DIR, --reference, --reference-model or --policy-url URL")
+
+
+def _config(args: argparse.Namespace) -> Config:
+    path = args.config or default_config_path(os.environ)
+    config = load_config(path, overrides=args.set)
+    sched = config.scheduler
+    if args.backend:
+        sched = msgspec.structs.replace(sched, backend=args.backend)
+    cfg = msgspec.structs.replace(sched.eval, backend=sched.backend)
+    if cfg.extension_cache_dir is None:
+        from skills.ext_cache import default_dir
+
+        cfg = msgspec.structs.replace(cfg, extension_cache_dir=str(default_dir()))
+    if args.unsafe_no_sandbox:
+        cfg = msgspec.structs.replace(cfg, sandbox=SandboxConfig(allow_unsafe=True))
+    if args.reference_model:  # the reference runs torch compute in forward by design
+        cfg = msgspec.structs.replace(cfg, static_checks=False)
+    policy = config.policy
+    if args.policy_url:
+        policy = msgspec.structs.replace(policy, base_url=args.policy_url, model=args.model or policy.model)
+    return msgspec.structs.replace(config, scheduler=msgspec.structs.replace(sched, eval=cfg), policy=policy)
+
+
+def plan(args: argparse.Namespace, source: SourceKind, problems: list[BenchProblem], backend: str) -> list[Job]:
+    """A job per problem and attempt; --reference keeps only the problems with a bundled solution."""
+    jobs = []
+    for p in problems:
+        if source == "solutions":
+            jobs += [Job(problem=p, attempt=i, solution=str(s) if s else None)
+                     for i, s in enumerate(find_solutions(args.solutions, p, args.attempts))]
+        elif source == "reference":
+            ref = reference_solution(p, backend)
+            jobs += [Job(problem=p, attempt=i, solution=str(ref)) for i in range(args.attempts) if ref]
+        else:
+            jobs += [Job(problem=p, attempt=i) for i in range(args.attempts)]
+    return jobs
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.problems[0] == "compare":
+            from runtime.bench_compare import run_compare
+
+            return run_compare(args)
+        return _run(args)
+    except UsageError as exc:
+        _err(str(exc))
+        return 2
+    except (ConfigError, ValueError) as exc:
+        _err(str(exc))
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    source = _source(args)
+    if args.out is None:
+        raise UsageError("--out DIR is required (where results.json, table.md and speedup.png go)")
+    if args.attempts < 1:
+        raise UsageError("--attempts must be at least 1")
+    if args.solutions is not None and not args.solutions.is_dir():
+        raise UsageError(f"--solutions {args.solutions} is not a folder")
+    config = _config(args)
+    sched = config.scheduler
+    problems = collect_problems([Path(p) for p in args.problems])
+    jobs = plan(args, source, problems, sched.backend)
+    if not jobs:
+        raise UsageError(f"nothing to grade: no {sched.backend} reference solution for these problems"
+                         if source == "reference" else "nothing to grade")
+    header = run_header(source=source, backend=sched.backend,
+                        solutions=str(args.solutions.resolve()) if args.solutions else None,
+                        policy_url=config.policy.base_url if source == "policy" else None,
+                        model=config.policy.model if source == "policy" else None, attempts=args.attempts,
+                        command=_command(args))
+    old = read_results(args.out)
+    if old is not None and (why := same_run(old.run, header)):
+        raise UsageError(f"{args.out} holds results of another run ({why}); use another --out")
+    bench = old or BenchFile(run=header, rows=[])
+    bench.run.attempts = max(bench.run.attempts, args.attempts)
+    results = Results(args.out, bench, problems)
+    todo = [j for j in jobs if not results.done(j, retry_faults=args.retry_faults)]
+    skipped = len(problems) - len({j.problem.id for j in jobs})
+    if skipped:
+        _err(f"{skipped} problem(s) have no bundled {sched.backend} reference solution: not graded")
+    if len(todo) < len(jobs):
+        _err(f"resuming {args.out}: {len(jobs) - len(todo)} of {len(jobs)} rows already there")
+    anyio.run(_execute, args, config, source, todo, results)
+    table, png = results.finish()
+    sys.stdout.write(table.read_text(encoding="utf-8"))
+    _err(f"wrote {args.out / 'results.json'}, {table}" + (f", {png}" if png else " (no plot: nothing passed and was timed)"))
+    return 0
+
+
+async def _execute(args: argparse.Namespace, config: Config, source: SourceKind, jobs: list[Job],
+                   results: Results) -> None:
+    from runtime.bench_progress import progress
+
+    sched: SchedulerConfig = config.scheduler
+    cfg: EvalConfig = sched.eval
+    gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else sched.gpus or visible_gpus()
+    slots = EvalSlots(eval_devices(sched, gpus))
+    compile_limiter = anyio.CapacityLimiter(sched.compile_workers or os.cpu_count() or 1)
+    with progress(len(jobs), disable=args.no_progress) as bar:
+        async with AsyncExitStack() as stack:
+            if source == "policy":
+                grade = await _episodes(stack, args, config, slots, compile_limiter)
+                limit = sched.max_in_flight
+            else:
+                grader = Grader(config=cfg, slots=slots, cache=_baseline_cache(), compile_limiter=compile_limiter,
+                                compile_jobs=args.compile_jobs or max(1, (os.cpu_count() or 2) // 2))
+                if source == "reference_model":
+                    jobs = reference_model_jobs(jobs, Path(stack.enter_context(_tmpdir())))
+                await grader.prebuild(jobs, bar.built)
+                grade, limit = grader.grade, len(jobs)
+            await warm_pools(stack, slots, cfg, sched.warm_workers and bool(jobs))
+            await run_jobs(jobs, grade=grade, results=results, on_row=bar.row, limit=limit)
+
+
+def _tmpdir() -> Any:
+    import tempfile
+
+    return tempfile.TemporaryDirectory(prefix="kagent-bench-ref-")
+
+
+def _baseline_cache() -> Any:
+    from skills.baselines import JsonBaselineCache
+
+    return JsonBaselineCache()
+
+
+async def _episodes(stack: AsyncExitStack, args: argparse.Namespace, config: Config, slots: EvalSlots,
+                    compile_limiter: anyio.CapacityLimiter) -> Any:
+    from runtime.bench_policy import EpisodeRunner
+    from runtime.policy import make_policy
+    from runtime.store import Store
+    from skills import load_skills
+
+    load_skills()
+    db = args.db or args.out / "episodes.db"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    store = await stack.enter_async_context(Store.open(db))
+    policy = make_policy(config.policy)
+    stack.push_async_callback(policy.aclose)
+    runner = EpisodeRunner(store=store, policy=policy, sched=config.scheduler, config=config.scheduler.eval,
+                           slots=slots, compile_limiter=compile_limiter)
+    return runner.grade
+
+
+def summary(row: BenchRow) -> str:
+    """One line per finished row."""
+    if row.fault:
+        what = f"FAULT ({row.fault.splitlines()[0][:120]})"
+    elif row.missing:
+        what = "missing"
+    elif row.passed:
+        sp = [f"x{v:.2f} {n}" for n, v in (("eager", row.speedup_eager), ("compile", row.speedup_compile)) if v]
+        what = f"passed, reward {row.reward:g}" + (f", {', '.join(sp)}" if sp else "") if row.reward is not None \
+            else "passed"
+    else:
+        what = f"failed ({', '.join(row.flags) or row.error or 'incorrect'})"[:160]
+    episode = f", episode {row.episode_id} ({row.episode_status}, {row.turns} turns)" if row.episode_id else ""
+    return f"{row.problem} #{row.attempt}: {what}{episode} [{row.seconds:.1f} s]"
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line as typed (as far as it can be told when called from Python)."""
+    if sys.argv[1:2] == ["bench"]:
+        return shlex.join(["kagent", *sys.argv[1:]])
+    return shlex.join(["kagent", "bench", *args.problems, "..."])

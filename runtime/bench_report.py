@@ -1,0 +1,107 @@
+"""table.md of a `kagent bench` run and the text of `kagent bench compare` (markdown, from bench_stats)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from runtime.bench_rows import BenchFile
+from runtime.bench_stats import FAST_P, Comparison, LevelStats, table
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.1f}%"
+
+
+def _x(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}×"
+
+
+def _name(s: LevelStats) -> str:
+    if s.total:
+        return "**all**"
+    return f"level {s.level}" if s.level is not None else "no level"
+
+
+def main_table(lines: Sequence[LevelStats]) -> list[str]:
+    out = ["| level | problems | rows | faults | missing | pass | faster than eager | faster than compile"
+           " | geomean × eager | geomean × compile |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for s in lines:
+        out.append(f"| {_name(s)} | {s.problems} | {s.rows} | {s.faults} | {s.missing} | {_pct(s.pass_rate)}"
+                   f" | {_pct(s.faster_eager)} | {_pct(s.faster_compile)} | {_x(s.geomean_eager)}"
+                   f" | {_x(s.geomean_compile)} |")
+    return out
+
+
+def fast_p_table(lines: Sequence[LevelStats]) -> list[str]:
+    heads = [f"fast_{p:g} {b}" for b in ("eager", "compile") for p in FAST_P]
+    out = ["| level | " + " | ".join(heads) + " |", "| --- |" + " ---: |" * len(heads)]
+    for s in lines:
+        out.append(f"| {_name(s)} | " + " | ".join(_pct(v) for v in [*s.fast_eager, *s.fast_compile]) + " |")
+    return out
+
+
+def pass_at_table(lines: Sequence[LevelStats]) -> list[str]:
+    ks = [k for k, _ in lines[0].pass_at] if lines else []
+    if not ks:
+        return []
+    out = ["| level | " + " | ".join(f"pass@{k}" for k in ks) + " |", "| --- |" + " ---: |" * len(ks)]
+    for s in lines:
+        out.append(f"| {_name(s)} | " + " | ".join(_pct(v) for _, v in s.pass_at) + " |")
+    return out
+
+
+def render(bench: BenchFile) -> str:
+    """The whole table.md."""
+    run = bench.run
+    lines = table(bench.rows, run.attempts)
+    gpus = sorted({r.gpu for r in bench.rows if r.gpu})
+    torches = sorted({r.torch_version for r in bench.rows if r.torch_version})
+    what = {"solutions": f"solutions in `{run.solutions}`", "reference": "the bundled reference solutions",
+            "reference_model": "each problem's own Model as its ModelNew (a check of the harness)",
+            "policy": f"agent episodes against `{run.model}` at `{run.policy_url}`"}[run.source]
+    out = [f"# kagent bench: {what}", "",
+           f"- backend {run.backend}; device {', '.join(gpus) or 'cpu'}; torch {', '.join(torches) or '?'};"
+           f" Python {run.python}; kagent {run.kagent_commit or '?'}; host {run.host}",
+           f"- {run.attempts} attempt(s) per problem; command: `{run.command}`",
+           "- pass: compiled, correct and unflagged, over graded rows (faults are not graded; a missing"
+           " solution is a failure). faster than: judged on the speedup's 95% interval with the reward's"
+           " margin. geomean: over passed, timed rows. fast_p: passed with speedup > p, over graded rows.",
+           "", *main_table(lines), "", *fast_p_table(lines)]
+    if at := pass_at_table(lines):
+        out += ["", *at]
+    faults = [r for r in bench.rows if r.fault]
+    if faults:
+        out += ["", f"Environment faults ({len(faults)}, not counted as failures):", ""]
+        out += [f"- {r.problem} attempt {r.attempt}: {r.fault.splitlines()[0][:200]}" for r in faults if r.fault]
+    return "\n".join(out) + "\n"
+
+
+def side_by_side(a: BenchFile, b: BenchFile, a_name: str, b_name: str,
+                 comparisons: Sequence[Comparison]) -> str:
+    """Both tables' main lines per level, then the paired differences."""
+    ta = {(s.level, s.total): s for s in table(a.rows, a.run.attempts)}
+    tb = {(s.level, s.total): s for s in table(b.rows, b.run.attempts)}
+    keys = sorted(set(ta) | set(tb), key=lambda k: (k[1], k[0] is None, k[0] or 0))
+    out = [f"A = {a_name}", f"B = {b_name}", "",
+           "| level | pass A | pass B | >compile A | >compile B | geomean × compile A | geomean × compile B"
+           " | geomean × eager A | geomean × eager B |",
+           "| --- |" + " ---: |" * 8]
+    for key in keys:
+        sa, sb = ta.get(key), tb.get(key)
+        probe = sa or sb
+        assert probe is not None
+        cells = [(_pct, "pass_rate"), (_pct, "faster_compile"), (_x, "geomean_compile"), (_x, "geomean_eager")]
+        vals = [f(getattr(s, attr)) if s else "—" for f, attr in cells for s in (sa, sb)]
+        out.append(f"| {_name(probe)} | " + " | ".join(vals) + " |")
+    out.append("")
+    for c in comparisons:
+        if c.difference is None:
+            out.append(f"geomean speedup over {c.baseline}: no problem passed and timed in both sets"
+                       f" (A alone {c.only_a}, B alone {c.only_b})")
+            continue
+        out.append(f"geomean speedup over {c.baseline}, {c.paired} paired problems: A {_x(c.geomean_a)},"
+                   f" B {_x(c.geomean_b)}; B - A = {c.difference:+.3f} (95% paired bootstrap"
+                   f" [{c.low:+.3f}, {c.high:+.3f}], {c.resamples} resamples); passed in A alone {c.only_a},"
+                   f" in B alone {c.only_b}")
+    return "\n".join(out) + "\n"

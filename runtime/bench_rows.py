@@ -1,0 +1,216 @@
+"""The records of `kagent bench` and their files: one BenchRow per (problem, attempt) in results.json
+(rewritten whole after every row, through a rename, so a crash keeps every finished row) and
+results.csv (the same rows, flat)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from skills import reward
+from skills.results import EvalResult, Speedup
+
+SourceKind = Literal["solutions", "reference", "reference_model", "policy"]
+"""Where the graded code came from: a solution folder, the bundled reference solutions, each
+problem's own Model as its ModelNew (a check of the harness), or agent episodes against a policy."""
+RESULTS = "results.json"
+CSV = "results.csv"
+
+
+class BenchRun(msgspec.Struct, kw_only=True):
+    """What a results folder was measured with (a resumed run must match it)."""
+
+    source: SourceKind
+    """Where the graded code came from."""
+    backend: Literal["cuda", "cpu"]
+    """Where kernels built and ran."""
+    solutions: str | None
+    """--solutions folder (None for other sources)."""
+    policy_url: str | None
+    """--policy-url endpoint (policy source only)."""
+    model: str | None
+    """Model name requested from the policy (policy source only)."""
+    attempts: int
+    """Attempts per problem (K)."""
+    command: str
+    """The command line that started the run (the first, when resumed)."""
+    python: str
+    """Python version of the bench process."""
+    host: str
+    """Host name."""
+    kagent_commit: str | None
+    """git commit of the kagent checkout (None outside a git checkout)."""
+
+
+class BenchRow(msgspec.Struct, kw_only=True):
+    """One graded attempt at one problem."""
+
+    problem: str
+    """Problem name (`level1/01_relu`, or the file stem outside a levelN folder)."""
+    problem_id: str
+    """Content hash of the problem source (a changed problem is graded again on resume)."""
+    level: int | None
+    """KernelBench level (None when the file is not in a levelN folder)."""
+    attempt: int
+    """0 .. K-1."""
+    solution: str | None
+    """The solution graded (a folder or file); None for episodes and missing solutions."""
+    missing: bool = False
+    """No solution was found for the problem: a failure, not a fault."""
+    reward: float | None
+    """Reward of the final evaluation (None: not graded, or an environment fault)."""
+    passed: bool
+    """Compiled, correct and unflagged (what counts for the pass rate)."""
+    compiled: bool
+    """The kernels built."""
+    correct: bool
+    """Every output on every input set within budget."""
+    fault: str | None = None
+    """Why the environment could not grade this attempt (a judge or worker failure, a policy
+    server that never answered): counted apart, never as a failure."""
+    error: str | None = None
+    """First line of why the evaluation or episode stopped early."""
+    flags: list[str] = msgspec.field(default_factory=list)
+    """Names of the checks that fired."""
+    speedup_eager: float | None = None
+    """Eager time over the candidate's (None when not timed)."""
+    speedup_eager_low: float | None = None
+    """Conservative end of its 95% interval."""
+    speedup_eager_high: float | None = None
+    """Optimistic end of its 95% interval."""
+    faster_eager: bool | None = None
+    """Judged faster than eager on the interval (the reward's rule); None when not timed."""
+    speedup_compile: float | None = None
+    """torch.compile time over the candidate's (None when not timed)."""
+    speedup_compile_low: float | None = None
+    """Conservative end of its 95% interval."""
+    speedup_compile_high: float | None = None
+    """Optimistic end of its 95% interval."""
+    faster_compile: bool | None = None
+    """Judged faster than torch.compile on the interval; None when not timed."""
+    episode_id: int | None = None
+    """Episode in the run's store (policy source only)."""
+    episode_status: str | None = None
+    """How the episode ended (policy source only)."""
+    turns: int | None = None
+    """LLM calls of the episode (policy source only)."""
+    prompt_tokens: int | None = None
+    """Prompt tokens over the episode's turns (policy source only)."""
+    completion_tokens: int | None = None
+    """Generated tokens over the episode's turns (policy source only)."""
+    seconds: float
+    """Wall time of the attempt (evaluation, or the whole episode)."""
+    gpu: str | None = None
+    """Device the evaluation ran on (None on cpu)."""
+    torch_version: str | None = None
+    """torch version of the evaluation's workers."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.problem_id, self.attempt)
+
+
+class BenchFile(msgspec.Struct, kw_only=True):
+    """results.json."""
+
+    run: BenchRun
+    """How the rows were measured."""
+    rows: list[BenchRow]
+    """One row per problem and attempt, in problem order."""
+
+
+def _first_line(text: str | None) -> str | None:
+    return text.strip().splitlines()[0][:300] if text and text.strip() else None
+
+
+def _set_speedup(fields: dict[str, object], s: Speedup) -> None:
+    name = "eager" if s.baseline == "eager" else "compile"
+    fields |= {f"speedup_{name}": s.value, f"speedup_{name}_low": s.low, f"speedup_{name}_high": s.high,
+               f"faster_{name}": s.faster}
+
+
+def row_from_result(result: EvalResult, *, problem: str, problem_id: str, level: int | None, attempt: int,
+                    solution: str | None, seconds: float) -> BenchRow:
+    """The row of one final evaluation (the result's own name is the file stem; `problem` is the full name)."""
+    fields: dict[str, object] = {}
+    for s in result.speedups:
+        _set_speedup(fields, s)
+    fault = result.environment_fault
+    return BenchRow(
+        problem=problem, problem_id=problem_id, level=level, attempt=attempt, solution=solution,
+        reward=result.reward, passed=fault is None and not reward.failed(result), compiled=result.compiled,
+        correct=result.correct, fault=fault, error=_first_line(result.error), flags=[f.name for f in result.flags],
+        seconds=seconds, gpu=result.gpu, torch_version=result.torch_version or None,
+        **fields)  # type: ignore[arg-type]
+
+
+def missing_row(*, problem: str, problem_id: str, level: int | None, attempt: int) -> BenchRow:
+    return BenchRow(problem=problem, problem_id=problem_id, level=level, attempt=attempt, solution=None, missing=True,
+                    reward=None, passed=False, compiled=False, correct=False, error="no solution found", seconds=0.0)
+
+
+def fault_row(*, problem: str, problem_id: str, level: int | None, attempt: int, fault: str,
+              seconds: float, solution: str | None = None) -> BenchRow:
+    """An attempt the environment could not grade at all (no evaluation result exists)."""
+    return BenchRow(problem=problem, problem_id=problem_id, level=level, attempt=attempt, solution=solution,
+                    reward=None, passed=False, compiled=False, correct=False, fault=fault, seconds=seconds)
+
+
+def read_results(out: Path) -> BenchFile | None:
+    path = out / RESULTS
+    if not path.is_file():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=BenchFile)
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"{path} is not a kagent bench results file: {exc}") from None
+
+
+def write_results(out: Path, bench: BenchFile) -> None:
+    """results.json and results.csv, each written to a temporary file and renamed over the old one."""
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / f".{RESULTS}.tmp"
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(bench), indent=1))
+    os.replace(tmp, out / RESULTS)
+    tmp = out / f".{CSV}.tmp"
+    with tmp.open("w", newline="", encoding="utf-8") as f:
+        names = list(BenchRow.__struct_fields__)
+        writer = csv.DictWriter(f, fieldnames=names)
+        writer.writeheader()
+        for row in bench.rows:
+            data = msgspec.to_builtins(row)
+            data["flags"] = ";".join(row.flags)
+            writer.writerow({k: "" if data.get(k) is None else data[k] for k in names})
+    os.replace(tmp, out / CSV)
+
+
+def run_header(*, source: SourceKind, backend: Literal["cuda", "cpu"], solutions: str | None,
+               policy_url: str | None, model: str | None, attempts: int, command: str) -> BenchRun:
+    return BenchRun(source=source, backend=backend, solutions=solutions, policy_url=policy_url, model=model,
+                    attempts=attempts, command=command, python=platform.python_version(),
+                    host=platform.node(), kagent_commit=_commit())
+
+
+def _commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def same_run(old: BenchRun, new: BenchRun) -> str | None:
+    """Why the rows in `old` cannot be resumed by `new` (None when they can)."""
+    for name in ("source", "backend", "solutions", "policy_url", "model"):
+        a, b = getattr(old, name), getattr(new, name)
+        if a != b:
+            return f"{name} was {a!r}, now {b!r}"
+    return None
