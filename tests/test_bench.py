@@ -1,0 +1,176 @@
+"""`kagent bench` end to end on the cpu backend: the real evaluator (g++ builds, judge and candidate
+workers), the real CLI, a real scripted policy server over HTTP and a real store.
+
+One solution set covers every kind of row: a passing workspace (level1/01_relu), a single-file
+solution the static checks refuse (02_swish), a problem without a solution (03_rms_norm) and a
+problem too big for the machine (an environment fault, counted apart). No case asserts a speed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import msgspec
+import pytest
+
+from runtime.bench_rows import BenchRow, read_results
+from runtime.cli import main
+from runtime.scripted import scripted_server
+from runtime.store import Store
+from tests.test_environment_faults import HUGE, RELU_CPP, RELU_NEW
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEMS = ROOT / "problems"
+QUICK = ["--backend", "cpu", "--unsafe-no-sandbox", "--no-progress",
+         "--set", 'scheduler.eval.baselines=["eager"]', "--set", "scheduler.eval.timing.target_seconds=0.05",
+         "--set", "scheduler.eval.timing.max_calls=60", "--set", "scheduler.eval.timing.min_calls=10"]
+SWISH_TORCH = '''import torch
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(x)
+'''
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Caches and config of this module's own (no user config, no shared build or baseline cache)."""
+    root = tmp_path_factory.mktemp("bench")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(root / "cache"))
+        mp.setenv("XDG_CONFIG_HOME", str(root / "config"))
+        mp.setenv("XDG_STATE_HOME", str(root / "state"))
+        mp.delenv("KAGENT_CONFIG", raising=False)
+        yield root
+
+
+@pytest.fixture(scope="module")
+def solution_set(env: Path) -> tuple[Path, Path]:
+    """problems/level1/{01_relu,02_swish,03_rms_norm,99_huge_relu}.py and their solutions."""
+    problems, sol = env / "problems" / "level1", env / "sol"
+    problems.mkdir(parents=True)
+    for stem in ("01_relu", "02_swish", "03_rms_norm"):
+        shutil.copyfile(PROBLEMS / "level1" / f"{stem}.py", problems / f"{stem}.py")
+    (problems / "99_huge_relu.py").write_text(HUGE)
+    shutil.copytree(PROBLEMS / "solutions" / "cpu" / "level1" / "01_relu", sol / "level1" / "01_relu")
+    (sol / "02_swish.py").write_text(SWISH_TORCH)
+    (sol / "level1" / "99_huge_relu" / "kernels").mkdir(parents=True)
+    (sol / "level1" / "99_huge_relu" / "model_new.py").write_text(RELU_NEW)
+    (sol / "level1" / "99_huge_relu" / "kernels" / "relu.cpp").write_text(RELU_CPP)
+    return problems, sol
+
+
+@pytest.fixture(scope="module")
+def graded(solution_set: tuple[Path, Path], env: Path) -> Path:
+    problems, sol = solution_set
+    out = env / "out-solutions"
+    assert main(["bench", str(problems), "--solutions", str(sol), "--out", str(out), *QUICK]) == 0
+    return out
+
+
+def _rows(out: Path) -> dict[str, dict[str, object]]:
+    bench = read_results(out)
+    assert bench is not None
+    return {r.problem: msgspec.to_builtins(r) for r in bench.rows}
+
+
+def test_solutions_give_a_row_of_each_kind(graded: Path) -> None:
+    rows = _rows(graded)
+    assert list(rows) == ["level1/01_relu", "level1/02_swish", "level1/03_rms_norm", "level1/99_huge_relu"]
+    relu, swish, rms, huge = rows.values()
+    assert relu["passed"] and relu["reward"] is not None and relu["reward"] >= 1  # type: ignore[operator]
+    assert relu["speedup_eager"] is not None and relu["speedup_compile"] is None  # only eager was timed
+    low, high, value = relu["speedup_eager_low"], relu["speedup_eager_high"], relu["speedup_eager"]
+    assert low <= value <= high  # type: ignore[operator]
+    assert relu["torch_version"] and relu["fault"] is None and relu["solution"].endswith("level1/01_relu")  # type: ignore[union-attr]
+    assert not swish["passed"] and swish["reward"] == -1.0 and swish["flags"] and swish["fault"] is None
+    assert rms["missing"] and not rms["passed"] and rms["fault"] is None
+    assert huge["fault"] is not None and "GiB" in huge["fault"] and huge["reward"] is None  # type: ignore[operator]
+    table = (graded / "table.md").read_text()
+    # 4 problems, 1 fault (not graded), 1 missing; 1 of the 3 graded passed.
+    assert "| level 1 | 4 | 4 | 1 | 1 | 33.3% |" in table
+    assert "Environment faults (1, not counted as failures)" in table and "99_huge_relu" in table
+    csv_lines = (graded / "results.csv").read_text().splitlines()
+    assert len(csv_lines) == 5 and csv_lines[0].startswith("problem,problem_id,level,attempt")
+    assert (graded / "speedup.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_rerun_keeps_every_row_and_grades_only_what_is_new(graded: Path, solution_set: tuple[Path, Path],
+                                                            env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    problems, sol = solution_set
+    before = _rows(graded)
+    extra = env / "extra" / "level1"
+    extra.mkdir(parents=True)
+    shutil.copyfile(PROBLEMS / "level1" / "05_reverse_cumsum.py", extra / "05_reverse_cumsum.py")
+    capsys.readouterr()
+    assert main(["bench", str(problems), str(extra), "--solutions", str(sol), "--out", str(graded), *QUICK]) == 0
+    assert "resuming" in capsys.readouterr().err
+    after = _rows(graded)
+    assert {k: after[k] for k in before} == before  # same rows, same seconds: nothing was graded again
+    assert after["level1/05_reverse_cumsum"]["missing"]
+    # Another source cannot be resumed into the same folder.
+    assert main(["bench", str(problems), "--reference", "--out", str(graded), *QUICK]) == 2
+
+
+def test_compare_two_result_sets(graded: Path, env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = read_results(graded)
+    assert bench is not None
+    faster = msgspec.structs.replace(bench, rows=[
+        msgspec.structs.replace(r, speedup_eager=r.speedup_eager * 2) if r.speedup_eager else r for r in bench.rows])
+    other = env / "out-twice-as-fast"
+    other.mkdir()
+    (other / "results.json").write_bytes(msgspec.json.encode(faster))
+    capsys.readouterr()
+    assert main(["bench", "compare", str(graded), str(other), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    relu = next(r for r in bench.rows if r.passed)
+    assert relu.speedup_eager is not None
+    assert f"B - A = {relu.speedup_eager:+.3f}" in out  # one paired problem: B's geomean is twice A's
+    assert "geomean speedup over compile: no problem passed and timed in both sets" in out
+    assert main(["bench", "compare", str(graded)]) == 2
+
+
+SCRIPT = [json.loads((ROOT / "runtime" / "scripts" / "cpu_relu.json").read_text())["turns"][1],
+          {"content": "", "tool_calls": [{"name": "submit", "arguments": {}}]}]
+"""Write the relu kernel and model_new.py, then submit: right for relu, wrong for swish."""
+
+
+def test_policy_episodes_are_logged_and_tabled(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = env / "out-policy"
+    problems = [str(PROBLEMS / "level1" / "01_relu.py"), str(PROBLEMS / "level1" / "02_swish.py")]
+
+    async def go() -> int:
+        async with scripted_server(SCRIPT) as url:
+            return await anyio.to_thread.run_sync(lambda: main(
+                ["bench", *problems, "--policy-url", url, "--model", "policy", "--attempts", "2", "--out", str(out),
+                 *QUICK]))
+    assert anyio.run(go) == 0
+    rows = _rows_list(out)
+    assert [(r.problem, r.attempt) for r in rows] == [("level1/01_relu", 0), ("level1/01_relu", 1),
+                                                      ("level1/02_swish", 0), ("level1/02_swish", 1)]
+    assert all(r.episode_id is not None and r.turns == 2 and r.episode_status == "submitted" for r in rows)
+    assert all(r.prompt_tokens and r.completion_tokens for r in rows)
+    assert [r.passed for r in rows] == [True, True, False, False]
+    assert rows[2].reward == -1.0 and rows[2].fault is None
+    table = (out / "table.md").read_text()
+    assert "| pass@1 | pass@2 |" in table and "| **all** | 50.0% | 50.0% |" in table
+    assert "agent episodes against `policy`" in table
+
+    async def stored() -> list[tuple[int, str]]:
+        async with Store.open(out / "episodes.db", readonly=True) as store:
+            return [(e.id, e.status) for e in await store.list_episodes()]
+    episodes = anyio.run(stored)
+    assert sorted(e for e, _ in episodes) == sorted(r.episode_id for r in rows if r.episode_id is not None)
+    assert {s for _, s in episodes} == {"submitted"}
+
+
+def _rows_list(out: Path) -> list[BenchRow]:
+    bench = read_results(out)
+    assert bench is not None
+    return list(bench.rows)
