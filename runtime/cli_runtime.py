@@ -20,14 +20,14 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import anyio
 import httpx
 import msgspec
 
 from runtime.config import Config, ConfigError, default_config_path, load_config, resolve_paths
-from runtime.store import Store, StoreError
+from runtime.store import EpisodeStatus, Store, StoreError
 
 T = TypeVar("T")
 SEPARATOR = "\n---\n\n"  # runtime/server.py puts it before the answer in a stream
@@ -45,7 +45,25 @@ class UsageError(Exception):
     """Bad input on the command line; exit status 2."""
 
 
+class NotRunning(Exception):
+    """No daemon to talk to; exit status 3."""
+
+
 # ---------------------------------------------------------------------------- arguments
+
+EPISODE_STATUSES = list(get_args(EpisodeStatus))
+EXPORT_SUFFIXES = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
 
 
 def _config_args(p: argparse.ArgumentParser) -> None:
@@ -67,9 +85,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser("episodes", help="episodes in the store")
     esub = p.add_subparsers(dest="action", required=True)
     e = esub.add_parser("list", help="a table of episodes, newest first")
-    e.add_argument("--status", default=None, help="only this status (submitted, running, interrupted, ...)")
+    e.add_argument("--status", choices=EPISODE_STATUSES, default=None, metavar="STATUS",
+                   help=f"only this status ({', '.join(EPISODE_STATUSES)})")
     e.add_argument("--origin", choices=["rollout", "request", "replay"], default=None, help="only this origin")
-    e.add_argument("--limit", type=int, default=20, help="rows (default 20)")
+    e.add_argument("--limit", type=positive_int, default=20, help="rows (default 20)")
     e.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     _config_args(e)
     e = esub.add_parser("show", help="one episode as a readable transcript")
@@ -80,7 +99,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     _config_args(e)
     e = esub.add_parser("export", help="episodes as JSONL or Parquet (one episode per line/row)")
     e.add_argument("--out", type=Path, required=True, help="output file")
-    e.add_argument("--format", choices=["jsonl", "parquet"], default=None, help="default: from the --out suffix")
+    e.add_argument("--format", choices=["jsonl", "parquet"], default=None,
+                   help="default: from the --out suffix (.jsonl, .json, .ndjson or .parquet)")
     e.add_argument("--all", action="store_true", help="include running episodes (default: finished only)")
     e.add_argument("--trainable", action="store_true", help="only trainable episodes")
     _config_args(e)
@@ -137,6 +157,9 @@ def _daemon_url(args: argparse.Namespace, config: Config) -> str:
     info = read_info(paths)
     if info is not None and running(paths) == info.pid:
         return info.url
+    if info is not None:  # the files of a daemon that is gone: never fall through to some other one
+        raise NotRunning(f"kagentd is not running: {paths.info_file} names pid {info.pid} ({info.url}),"
+                         " which has exited; start it with `kagentd start`, or pass --url")
     host = config.http.host if config.http.host not in ("0.0.0.0", "::") else "127.0.0.1"
     return f"http://{host}:{config.http.port}"
 
@@ -191,8 +214,11 @@ def run_solve(args: argparse.Namespace) -> int:
     key = args.api_key or os.environ.get("KAGENT_API_KEY") or config.http.api_key
     level = args.file.parent.name
     name = args.name or (f"{level}/{args.file.stem}" if level.startswith("level") else args.file.stem)
+    # The server takes the fenced block's body as the source: exactly the file's text, so the
+    # content id (and the baselines timed for it) is the one the file has everywhere else.
+    fenced = f"```python\n{source}{'' if source.endswith(chr(10)) else chr(10)}```"
     body = {"model": "kagent", "stream": True, "problem_name": name,
-            "messages": [{"role": "user", "content": f"```python\n{source}\n```"}]}
+            "messages": [{"role": "user", "content": fenced}]}
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     began = time.monotonic()
     try:
@@ -204,12 +230,18 @@ def run_solve(args: argparse.Namespace) -> int:
                     message = r.json()["error"]["message"]
                 except (ValueError, KeyError, TypeError):
                     message = r.text[:500]
+                if r.status_code == 401:
+                    message += " (pass --api-key, or set $KAGENT_API_KEY or http.api_key)"
                 _err(f"kagentd refused the request ({r.status_code}): {message}")
-                return 2 if r.status_code in (400, 404, 413) else 1
+                return 2 if r.status_code < 500 else 1
             answer, ext = _stream(r, args.quiet)
     except httpx.ConnectError:
         _err(f"kagentd is not running at {url} (start it with `kagentd start`, or pass --url)")
         return 3
+    except KeyboardInterrupt:
+        _err("interrupted: the connection is closed, and kagentd cancels the episode"
+             " (http.cancel_on_disconnect)")
+        return 130
     except httpx.HTTPError as exc:
         _err(f"the connection to kagentd at {url} failed: {type(exc).__name__}: {exc}")
         return 1
@@ -281,7 +313,15 @@ def _show(args: argparse.Namespace, db: Path) -> int:
 
 
 def _export(args: argparse.Namespace, db: Path) -> int:
-    fmt = args.format or ("parquet" if args.out.suffix == ".parquet" else "jsonl")
+    fmt = args.format or EXPORT_SUFFIXES.get(args.out.suffix.lower())
+    if fmt is None:
+        raise UsageError(f"cannot tell the format of {args.out} from its suffix {args.out.suffix!r}: name it"
+                         f" {', '.join(EXPORT_SUFFIXES)} or pass --format jsonl|parquet")
+    folder = args.out.resolve().parent
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {args.out}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write {args.out}: the folder {folder} is not writable")
     finished = None if args.all else True
     trainable = True if args.trainable else None
 
@@ -289,7 +329,10 @@ def _export(args: argparse.Namespace, db: Path) -> int:
         if fmt == "parquet":
             return await store.export_parquet(args.out, finished=finished, trainable=trainable)
         return await store.export_jsonl(args.out, finished=finished, trainable=trainable)
-    n = _read(db, go)
+    try:
+        n = _read(db, go)
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     _out(f"exported {n} episodes to {args.out} ({fmt})")
     return 0
 
@@ -345,6 +388,9 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         _err(str(exc))
         return 2
+    except NotRunning as exc:
+        _err(str(exc))
+        return 3
     except (ConfigError, StoreError, ValueError) as exc:
         _err(str(exc))
         return 1

@@ -83,6 +83,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="what the running daemon is doing")
     _common(p)
     p.add_argument("--json", action="store_true", help="print /health as JSON")
+    p.add_argument("--api-key", default=None,
+                   help="bearer key for /health (default: $KAGENT_API_KEY, else http.api_key)")
     p = sub.add_parser("config", help="print the effective configuration with help")
     _common(p)
     p.add_argument("--print", action="store_true", help="print the effective configuration (the default)")
@@ -183,12 +185,14 @@ def remove_own(paths: Paths) -> None:
             paths.info_file.unlink(missing_ok=True)
 
 
-def _headers(config: Config) -> dict[str, str]:
-    return {"Authorization": f"Bearer {config.http.api_key}"} if config.http.api_key else {}
+def api_key_of(config: Config, given: str | None = None) -> str | None:
+    """The bearer key a client sends: the flag, else $KAGENT_API_KEY, else http.api_key."""
+    return given or os.environ.get("KAGENT_API_KEY") or config.http.api_key
 
 
-def health(url: str, config: Config, timeout: float = 5.0) -> dict[str, Any]:
-    r = httpx.get(f"{url}/health", headers=_headers(config), timeout=timeout)
+def health(url: str, key: str | None, timeout: float = 5.0) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    r = httpx.get(f"{url}/health", headers=headers, timeout=timeout)
     r.raise_for_status()
     data: dict[str, Any] = r.json()
     return data
@@ -265,9 +269,12 @@ def cmd_start(args: argparse.Namespace) -> int:
         info = read_info(paths)
         if info is not None and info.pid == proc.pid:
             try:
-                health(info.url, config, timeout=2.0)
-            except httpx.HTTPError:
+                health(info.url, api_key_of(config), timeout=2.0)
+            except httpx.HTTPStatusError:  # it answers (a 401: the key is elsewhere): it is up
                 pass
+            except httpx.HTTPError:
+                time.sleep(0.1)
+                continue
             else:
                 _out(f"kagentd started: pid {proc.pid}, {info.url}\n  store {info.db}\n  log   {paths.log_file}"
                      f"\n  pid   {paths.pid_file}")
@@ -343,7 +350,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         _err(f"kagentd (pid {pid}) is running but has not written {paths.info_file} yet (starting?)")
         return 1
     try:
-        h = health(info.url, config)
+        h = health(info.url, api_key_of(config, args.api_key))
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code == 401:
+            _err(f"kagentd (pid {pid}, {info.url}) is running and wants an API key for /health:"
+                 " pass --api-key KEY, or set $KAGENT_API_KEY or http.api_key")
+        else:
+            _err(f"kagentd (pid {pid}) is running but {info.url}/health answered {exc.response.status_code}")
+        return 1
     except httpx.HTTPError as exc:
         _err(f"kagentd (pid {pid}) is running but {info.url}/health did not answer: {exc}")
         return 1

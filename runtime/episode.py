@@ -4,6 +4,8 @@
     step:    query (one LLM call, stored as a turn) + execute (each tool call, stored as it ends)
     ends:    submitted | turn_limit | token_limit | time_limit | malformed_limit | policy_error
              | error (a bug, logged) | cancelled (re-raised)
+             | interrupted / cancelled (`stopping` set: kagentd stops; an LLM call in flight is
+               cancelled at once, a tool call finishes first; see `on_stop`)
 
 Malformed calls (bad JSON, unknown tool, bad arguments, a turn without any call) are answered
 with a message the model can read and counted; more than `max_malformed` ends the episode.
@@ -130,9 +132,12 @@ class Episode:
     def __init__(self, *, store: Store, policy: Policy, problem: ProblemRow, source: str, workspace: Workspace,
                  evaluator: Evaluator, limits: EpisodeLimits, origin: Origin = "rollout",
                  on_event: OnEvent | None = None, tools: list[str] | None = None,
-                 rerun_of: int | None = None) -> None:
+                 rerun_of: int | None = None, stopping: anyio.Event | None = None,
+                 on_stop: Literal["interrupted", "cancelled"] = "interrupted") -> None:
         self.store, self.policy, self.problem, self.limits = store, policy, problem, limits
         self.rerun_of = rerun_of
+        self.stopping = stopping
+        self.on_stop: EpisodeStatus = on_stop
         self.workspace, self.evaluator, self.origin, self.on_event = workspace, evaluator, origin, on_event
         schemas = tool_schemas(tools, backend=evaluator.config.backend)
         self.tools = [s["function"]["name"] for s in schemas]
@@ -177,14 +182,23 @@ class Episode:
     async def step(self) -> None:
         if self.turn >= self.limits.max_turns:
             raise EpisodeEnd("turn_limit", f"{self.turn} turns, the limit")
+        self.check_stopping()
         gen, turn_id = await self.query()
         await self.execute(gen, turn_id)
 
+    def check_stopping(self) -> None:
+        if self.stopping is not None and self.stopping.is_set():
+            raise EpisodeEnd(self.on_stop, "kagentd stopped before the episode's next LLM call"
+                             + ("; it is re-run at the next start" if self.on_stop == "interrupted" else ""))
+
     async def query(self) -> tuple[Generation, int]:
         with anyio.move_on_after(self.deadline - anyio.current_time()) as scope:
-            gen = await self.policy.generate(self.conv)
+            gen = await self.generate()
         if scope.cancelled_caught:
             raise EpisodeEnd("time_limit", f"{self.limits.max_seconds:g} s of wall time, the limit")
+        if gen is None:  # kagentd is stopping: the call was cancelled, not waited for
+            self.check_stopping()
+            raise AssertionError("the LLM call ended without an answer")
         row = TurnRow(
             episode_id=self.id, index=self.turn, text=gen.text, policy_version=gen.policy_version,
             messages=gen.messages, prompt_prefix=gen.prompt_prefix, prompt_ids=gen.prompt_ids,
@@ -221,6 +235,30 @@ class Episode:
         if self.malformed > self.limits.max_malformed:
             raise EpisodeEnd("malformed_limit", f"{self.malformed} malformed tool calls (limit {self.limits.max_malformed})")
 
+    async def generate(self) -> Generation | None:
+        """One LLM call; None when `stopping` is set first (the call is cancelled)."""
+        if self.stopping is None:
+            return await self.policy.generate(self.conv)
+        stopping = self.stopping
+        got: list[Generation] = []
+        failed: list[Exception] = []
+        async with anyio.create_task_group() as tg:
+            async def call() -> None:
+                try:
+                    got.append(await self.policy.generate(self.conv))
+                except Exception as exc:  # re-raised below, not as an ExceptionGroup
+                    failed.append(exc)
+                tg.cancel_scope.cancel()
+
+            async def stop() -> None:
+                await stopping.wait()
+                tg.cancel_scope.cancel()
+            tg.start_soon(call)
+            tg.start_soon(stop)
+        if failed:
+            raise failed[0]
+        return got[0] if got else None
+
     async def call(self, call: ToolCallSpec, parse_error: str | None) -> SkillResult:
         """Run one tool call; malformed ones are answered (and counted) without running anything."""
         problem = parse_error and f"malformed tool call: {parse_error}.{MALFORMED_HINT}"
@@ -256,7 +294,9 @@ class Episode:
             # The environment could not grade the episode: no reward, and nothing to train on.
             self.conv.trainable = False
             error = f"not trainable: the final evaluation hit an environment fault: {final.environment_fault}"
-        await self.store.finish_episode(self.id, status, reward=reward, trainable=self.conv.trainable, error=error)
+        rerun = status == "interrupted" and self.origin != "replay"
+        await self.store.finish_episode(self.id, status, reward=reward, trainable=self.conv.trainable, error=error,
+                                        rerun_pending=rerun)
         best = self.best.evaluation
         out = EpisodeOutcome(
             episode_id=self.id, problem_id=self.problem.id, status=status, reward=reward,
@@ -277,7 +317,9 @@ class Episode:
 async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, source: str,
                       make_evaluator: Callable[[Path], Evaluator], limits: EpisodeLimits,
                       workspace: WorkspaceConfig, origin: Origin = "rollout", on_event: OnEvent | None = None,
-                      tools: list[str] | None = None, rerun_of: int | None = None) -> EpisodeOutcome:
+                      tools: list[str] | None = None, rerun_of: int | None = None,
+                      stopping: anyio.Event | None = None,
+                      on_stop: Literal["interrupted", "cancelled"] = "interrupted") -> EpisodeOutcome:
     """An episode in a fresh workspace (removed afterwards); `make_evaluator(problem file)`.
     `rerun_of`: the episode it re-runs (its row is inserted with the store's re-run mark cleared)."""
     ws = await anyio.to_thread.run_sync(partial(Workspace.create, source, config=workspace, name_hint=problem.name))
@@ -288,7 +330,7 @@ async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, sour
         await anyio.Path(problem_file).write_text(source, encoding="utf-8")
         episode = Episode(store=store, policy=policy, problem=problem, source=source, workspace=ws,
                           evaluator=make_evaluator(problem_file), limits=limits, origin=origin,
-                          on_event=on_event, tools=tools, rerun_of=rerun_of)
+                          on_event=on_event, tools=tools, rerun_of=rerun_of, stopping=stopping, on_stop=on_stop)
         return await episode.run()
     finally:
         with anyio.CancelScope(shield=True):

@@ -22,7 +22,12 @@ do not go stale while the trainer catches up. Evaluations hold an exclusive slot
 Policy server down: an episode that ends in `policy_error` (after the client's own retries)
 closes the gate: nothing new starts for a backoff that doubles per consecutive failure, then
 the server is probed (GET /v1/models). `status().policy_error` says why until an episode gets
-through; requests are retried `request_attempts` times, failed rollouts are simply drawn again.
+through; requests are retried `request_attempts` times for at most `request_retry_budget_s`
+after the first failure (then answered with the cause), failed rollouts are simply drawn again.
+
+Stopping: `drain()` also cancels every LLM call in flight (a slow policy server does not hold
+up `kagentd stop`); a tool call in flight finishes first. A request's episode then ends
+`cancelled` (its client is told), a rollout's `interrupted` and waits for a re-run.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import anyio.abc
@@ -42,13 +48,14 @@ import msgspec
 from runtime.curriculum_source import CurriculumSource, NoProblems, StoreCurriculum, scan_problems
 from runtime.episode import EpisodeEvent, EpisodeOutcome, run_episode
 from runtime.policy import Policy, PolicyError
+from runtime.problem_check import check_problem
 from runtime.settings import SchedulerConfig as SchedulerConfig  # re-exported: its old home
 from runtime.slots import EvalSlots, LeasedEvaluator
 from runtime.store import Store
 from runtime.store_rows import Origin, ProblemRow
 from skills import load_skills
 from skills.evaluate import WarmPool
-from skills.problem import load_problem_source, source_id
+from skills.problem import source_id
 from skills.workspace import WorkspaceConfig
 
 log = logging.getLogger("kagent.scheduler")
@@ -60,6 +67,10 @@ class Draining(Exception):
 
     def __init__(self) -> None:
         super().__init__("kagent is shutting down and starts no new episodes; try again later")
+
+
+class _GaveUp(Exception):
+    """A request's retry budget ran out while the policy server was still failing."""
 
 
 class SchedulerStatus(msgspec.Struct, kw_only=True):
@@ -125,6 +136,7 @@ class Scheduler:
         self._requests_waiting = 0
         self._in_flight = 0
         self._draining = False
+        self._stopping = anyio.Event()  # set by drain(): LLM calls in flight are cancelled
         self._idle = anyio.Event()  # set while no episode runs; replaced when one starts
         self._idle.set()
         self._rollouts_by_version: Counter[int | None] = Counter()
@@ -167,21 +179,34 @@ class Scheduler:
         Draining once `drain()` was called and this request has not started)."""
         if self._draining:
             raise Draining
-        loaded = await anyio.to_thread.run_sync(lambda: load_problem_source(source, name))
-        p = loaded.problem
-        problem = ProblemRow(id=source_id(source), name=name, source="request", level=p.level,
-                             precision=p.precision, code=source)
-        await self.store.upsert_problem(problem)
+        cfg = self.config
+        # In a child process: a problem's code may exit, hang or exhaust memory at import.
+        checked = await check_problem(source, name, timeout_s=cfg.problem_check_timeout_s,
+                                      memory_mb=cfg.problem_check_memory_mb)
+        # A request never rewrites another problem's row (a bundled problem's source keeps its
+        # name, level and origin): the stored row wins when the content id is known.
+        problem = await self.store.add_problem(ProblemRow(
+            id=source_id(source), name=name, source="request", level=checked.level,
+            precision=checked.precision, code=source))
         await self._ready.wait()
         outcome: EpisodeOutcome | None = None
-        for _ in range(max(1, self.config.request_attempts)):
-            await self._admit_request()
+        give_up_at: float | None = None  # set by the first policy error
+        for _ in range(max(1, cfg.request_attempts)):
             try:
-                outcome = await self._episode(problem, source, "request", on_event)
+                await self._admit_request(give_up_at)
+            except _GaveUp:
+                assert outcome is not None
+                return msgspec.structs.replace(outcome, error=(
+                    f"{outcome.error} (the request gave up after {cfg.request_retry_budget_s:g} s of"
+                    " retries: scheduler.request_retry_budget_s)"))
+            try:
+                outcome = await self._episode(problem, source, "request", on_event, on_stop="cancelled")
             finally:
                 self._leave()
             if outcome.status != "policy_error" or self._draining:
                 break
+            if give_up_at is None:
+                give_up_at = time.monotonic() + cfg.request_retry_budget_s
         assert outcome is not None
         return outcome
 
@@ -206,6 +231,7 @@ class Scheduler:
         they are done. There is no way back: a drained scheduler is stopped by cancelling `run()`."""
         if not self._draining:
             self._draining = True
+            self._stopping.set()
             log.info("draining: %d episode(s) running; %d re-queued job(s) not started, left for the next"
                      " start; %d waiting request(s) refused", self._in_flight, len(self._requeued),
                      self._requests_waiting)
@@ -272,7 +298,8 @@ class Scheduler:
             return None
         return _Job(problem=problem, source=problem.code or "", origin="rollout")
 
-    async def _admit_request(self) -> None:
+    async def _admit_request(self, give_up_at: float | None = None) -> None:
+        """Until the request may start; _GaveUp once `give_up_at` passes with the gate shut."""
         self._requests_waiting += 1
         try:
             while True:
@@ -282,7 +309,9 @@ class Scheduler:
                 await self._maybe_probe()
                 if self._gate_open() and self._in_flight < self.config.max_in_flight:
                     break
-                await self._wait(changed)
+                if give_up_at is not None and time.monotonic() >= give_up_at:
+                    raise _GaveUp
+                await self._wait(changed, give_up_at)
         finally:
             self._requests_waiting -= 1
         self._enter()
@@ -304,7 +333,8 @@ class Scheduler:
             self._leave()
 
     async def _episode(self, problem: ProblemRow, source: str, origin: Origin,
-                       on_event: OnEvent | None, *, rerun_of: int | None = None) -> EpisodeOutcome:
+                       on_event: OnEvent | None, *, rerun_of: int | None = None,
+                       on_stop: Literal["interrupted", "cancelled"] = "interrupted") -> EpisodeOutcome:
         async def events(event: EpisodeEvent) -> None:
             if event.kind == "turn":
                 self._turns.append(time.monotonic())
@@ -314,7 +344,8 @@ class Scheduler:
         outcome = await run_episode(
             store=self.store, policy=self.policy, problem=problem, source=source,
             make_evaluator=self._evaluator, limits=self.config.limits, workspace=self.workspace,
-            origin=origin, on_event=events, tools=self.config.tools, rerun_of=rerun_of)
+            origin=origin, on_event=events, tools=self.config.tools, rerun_of=rerun_of,
+            stopping=self._stopping, on_stop=on_stop)
         self._by_status[outcome.status] += 1
         if outcome.status == "policy_error":
             self._policy_failed(outcome.error or "policy error")
@@ -375,11 +406,14 @@ class Scheduler:
         self._probe_ok = True
         self._notify()
 
-    async def _wait(self, changed: anyio.Event) -> None:
-        """Until something changes, or the backoff ends (time to probe again)."""
+    async def _wait(self, changed: anyio.Event, until: float | None = None) -> None:
+        """Until something changes, the backoff ends (time to probe again) or `until` passes."""
         timeout = None
         if self._policy_error is not None and not self._probe_ok:
             timeout = max(0.0, self._gate_open_at - time.monotonic())
+        if until is not None:
+            left = max(0.0, until - time.monotonic())
+            timeout = left if timeout is None else min(timeout, left)
         with anyio.move_on_after(timeout):
             await changed.wait()
 

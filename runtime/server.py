@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 import anyio
 import msgspec
@@ -41,8 +41,9 @@ from runtime.answer import RequestError, extract_module, last_user_text, render_
 from runtime.cli_runtime import SEPARATOR
 from runtime.config import HttpConfig
 from runtime.episode import EpisodeEvent, EpisodeOutcome
+from runtime.problem_check import ProblemRejected
 from runtime.scheduler import Draining, SchedulerStatus
-from runtime.store import Store
+from runtime.store import EpisodeStatus, Origin, Store
 from runtime.store_export import iter_records
 from runtime.transcript import render
 from skills.problem import ProblemError, source_id
@@ -147,6 +148,8 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
         data = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RequestError(400, f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    except RecursionError:  # json.loads recurses once per nesting level
+        raise RequestError(400, "request body is nested too deeply to parse", code="invalid_json") from None
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object", code="invalid_json")
     return data
@@ -179,6 +182,7 @@ def parse_solve(body: dict[str, Any]) -> SolveRequest:
     if not isinstance(stream, bool):
         raise RequestError(400, "stream must be true or false", param="stream")
     options = body.get("stream_options") or {}
+    check_sampling(body)
     source = extract_module(last_user_text(body.get("messages")))
     name = body.get("problem_name", f"request/{source_id(source)[:8]}")
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
@@ -186,6 +190,50 @@ def parse_solve(body: dict[str, Any]) -> SolveRequest:
                            param="problem_name")
     return SolveRequest(source=source, name=name.strip(), stream=stream,
                         include_usage=bool(isinstance(options, dict) and options.get("include_usage")))
+
+
+# OpenAI sampling fields a client may send: checked so a bad value is refused, not ignored. The
+# episode samples with the daemon's policy.* settings (one policy, one behaviour for training).
+_SAMPLING: dict[str, tuple[type, float, float]] = {
+    "temperature": (float, 0.0, 2.0), "top_p": (float, 0.0, 1.0), "max_tokens": (int, 1, 2**31 - 1),
+    "max_completion_tokens": (int, 1, 2**31 - 1), "presence_penalty": (float, -2.0, 2.0),
+    "frequency_penalty": (float, -2.0, 2.0)}
+
+
+def check_sampling(body: dict[str, Any]) -> None:
+    """A 400 for a sampling field of the wrong type or out of OpenAI's range (None is absent)."""
+    for key, (kind, low, high) in _SAMPLING.items():
+        value = body.get(key)
+        if value is None:
+            continue
+        ok_type = isinstance(value, int) if kind is int else isinstance(value, int | float)
+        if isinstance(value, bool) or not ok_type or not low <= value <= high:
+            what = "an integer" if kind is int else "a number"
+            raise RequestError(400, f"{key} must be {what} from {low:g} to {high:g}, got {value!r}", param=key)
+
+
+EPISODE_STATUSES = frozenset(get_args(EpisodeStatus))
+ORIGINS = frozenset(get_args(Origin))
+MAX_ID = 2**63 - 1  # SQLite's INTEGER
+
+
+def _int_param(q: Any, key: str, default: int | None, low: int, high: int) -> int | None:
+    if key not in q:
+        return default
+    try:
+        value = int(q[key])
+    except ValueError:
+        raise RequestError(400, f"{key} must be an integer, got {q[key]!r}", param=key) from None
+    if not low <= value <= high:
+        raise RequestError(400, f"{key} must be from {low} to {high}, got {value}", param=key)
+    return value
+
+
+def _choice_param(q: Any, key: str, valid: frozenset[str]) -> str | None:
+    value = q.get(key)
+    if value is not None and value not in valid:
+        raise RequestError(400, f"{key} {value!r} is not one of: {', '.join(sorted(valid))}", param=key)
+    return value  # type: ignore[no-any-return]
 
 
 class Solve:
@@ -254,13 +302,17 @@ class Solve:
 
     def _failure(self) -> Response:
         exc = self.error
+        if self.outcome is not None and self.outcome.status in ("cancelled", "interrupted"):
+            o = self.outcome
+            return _error(503, f"kagentd stopped before the episode finished: {o.error} (episode"
+                               f" {o.episode_id}, stored as {o.status})", code="cancelled")
         if self.outcome is not None:  # the episode could not run: the policy server failed, or a bug
             o = self.outcome
             status = 502 if o.status == "policy_error" else 500
             why = "the policy server failed" if o.status == "policy_error" else "the episode failed"
             return _error(status, f"{why}: {o.error} (episode {o.episode_id}; `kagentd status` says more)",
                           code=o.status)
-        if isinstance(exc, ProblemError):
+        if isinstance(exc, ProblemError | ProblemRejected):
             return _error(400, f"the problem does not load: {exc}", code="bad_problem", param="messages")
         if isinstance(exc, Draining):  # stopping began while the request waited for room: retryable
             return _error(503, str(exc), code="draining")
@@ -276,7 +328,7 @@ class Solve:
         return msgspec.to_builtins(await self.state.store.read(lambda c: queries.usage(c, eid)))  # type: ignore[no-any-return]
 
     def _ungraded(self) -> bool:
-        return self.outcome is None or self.outcome.status in ("policy_error", "error")
+        return self.outcome is None or self.outcome.status in ("policy_error", "error", "cancelled", "interrupted")
 
     async def _reply(self, send: Send) -> None:
         if self._ungraded():
@@ -387,16 +439,20 @@ def _routes(state: ServerState) -> list[Route]:
     async def episodes(request: Request) -> Response:
         q = request.query_params
         try:
-            limit = int(q.get("limit", "50"))
-            before = int(q["before"]) if "before" in q else None
-        except ValueError:
-            return _error(400, "limit and before must be integers", param="limit")
+            limit = _int_param(q, "limit", 50, 1, 1000)
+            before = _int_param(q, "before", None, 1, MAX_ID)
+            status = _choice_param(q, "status", EPISODE_STATUSES)
+            origin = _choice_param(q, "origin", ORIGINS)
+        except RequestError as exc:
+            return _error(exc.status, str(exc), code=exc.code, param=exc.param)
         rows = await state.store.read(lambda c: queries.episode_summaries(
-            c, status=q.get("status"), origin=q.get("origin"), limit=max(1, min(limit, 1000)), before_id=before))
+            c, status=status, origin=origin, limit=limit, before_id=before))
         return _json({"object": "list", "data": rows})
 
     async def episode(request: Request) -> Response:
         eid = request.path_params["id"]
+        if not 1 <= eid <= MAX_ID:
+            return _error(400, f"episode id must be from 1 to {MAX_ID}, got {eid}", param="id")
         detail = await state.store.get_episode(eid)
         if detail is None:
             return _error(404, f"no episode {eid}", code="episode_not_found")

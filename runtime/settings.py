@@ -105,8 +105,14 @@ class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Keep each slot's next evaluation workers started ahead of time."""
     tools: list[str] | None = None
     """Skills offered to the agent (None: every registered skill)."""
+    problem_check_timeout_s: float = 120.0
+    """A request's problem is loaded and checked in a child process; it is killed after this long."""
+    problem_check_memory_mb: int = 4096
+    """Address space (MiB) that child may map beyond the interpreter and torch."""
     request_attempts: int = 3
     """Episodes tried for one request when the policy server fails."""
+    request_retry_budget_s: float = 60.0
+    """After a request's first policy error, how long it may wait for the server and retry; then it is answered 502 with the cause."""
     policy_backoff_s: float = 2.0
     """First wait after a policy error before anything new starts; doubles per failure."""
     policy_backoff_max_s: float = 60.0

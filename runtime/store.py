@@ -14,8 +14,8 @@ connection. The SQL lives in plain `fn(conn)` functions in runtime/store_sql.py,
 and errors in runtime/store_rows.py (both re-exported here); the schema in
 runtime/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one applied.
 
-A daemon holds `<db>.lock` (flock) while the store is open, so a second daemon on the same file
-refuses. The trainer, which shares the file with a running daemon, opens with `lock=False`:
+A daemon holds a flock on the database file itself while the store is open, so a second
+daemon on the same file (by any path or hard link) refuses. The trainer, which shares the file with a running daemon, opens with `lock=False`:
 SQLite itself serialises the two processes' write transactions (busy_timeout).
 
 Token arrays are BLOBs of little-endian int32 (ids) / float32 (logprobs); the view
@@ -25,13 +25,14 @@ Token arrays are BLOBs of little-endian int32 (ids) / float32 (logprobs); the vi
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import anyio
 from anyio import to_thread
@@ -61,6 +62,7 @@ from runtime.store_rows import (
 from runtime.store_sql import (
     Conn,
     _json,
+    add_problem,
     connect,
     insert_episode,
     insert_evaluation,
@@ -105,7 +107,7 @@ __all__ = [
     "TrainStepRow", "TurnRow",
     "StoreBusy", "StoreError", "StoreInUse", "StoreSchemaError", "StoreWriteFailed",
     # runtime.store_sql: connections, migrations, fn(conn) SQL, token arrays
-    "Conn", "connect", "migrate", "migrations", "schema_version", "translate",
+    "Conn", "add_problem", "connect", "migrate", "migrations", "schema_version", "translate",
     "insert_episode", "insert_evaluation", "insert_policy", "insert_tool_call", "insert_train_step",
     "insert_turn", "record_policy_path", "update_finished", "update_interrupted", "update_rerun_pending",
     "upsert_baseline", "upsert_curriculum",
@@ -115,6 +117,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+log = logging.getLogger("kagent.store")
 
 
 class TrajectoryStore(Protocol):
@@ -128,27 +131,57 @@ class TrajectoryStore(Protocol):
     async def add_evaluation(self, result: EvalResult, *, episode_id: int | None,
                              tool_call_id: int | None = None) -> int: ...
     async def finish_episode(self, episode_id: int, status: EpisodeStatus, *, reward: float | None,
-                             trainable: bool | None = None, error: str | None = None) -> None: ...
+                             trainable: bool | None = None, error: str | None = None,
+                             rerun_pending: bool = False) -> None: ...
 
 
-def _take_lock(db: Path) -> IO[str]:
-    lock_path = db.with_name(db.name + ".lock")
-    f = open(lock_path, "a+")  # held open (and locked) for the store's lifetime
+_HELD: set[tuple[int, int]] = set()
+"""(device, inode) of the stores this process holds open for writing."""
+
+
+class _Lock:
+    """An exclusive flock on the database file itself: keyed on the file's identity, so a hard
+    link or another path to the same file is refused too. flock and SQLite's own POSIX locks do
+    not interact on Linux. Closing a descriptor drops every POSIX lock this process holds on
+    the file, so the descriptor is closed only after the store's connections are, and a second
+    open in this process is refused by `_HELD` before any descriptor is opened."""
+
+    def __init__(self, db: Path) -> None:
+        fd = os.open(db, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)  # SQLite takes an empty file as new
+        st = os.fstat(fd)
+        self.key = (st.st_dev, st.st_ino)
+        if self.key in _HELD:
+            os.close(fd)  # safe: this process's connections keep their own descriptors' locks
+            raise StoreInUse(f"{db} is already open for writing (by pid {os.getpid()}, this process); "
+                             "a second daemon on the same store is refused.")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)  # no connection of this process is open on the file yet
+            raise StoreInUse(
+                f"{db} is already open for writing (by pid {_flock_holder(st) or 'unknown'}, the same file"
+                f" as inode {st.st_ino}); a second daemon on the same store is refused. Stop the other one"
+                " first (kagentd stop).") from None
+        _HELD.add(self.key)
+        self.fd = fd
+
+    def close(self) -> None:
+        _HELD.discard(self.key)
+        os.close(self.fd)
+
+
+def _flock_holder(st: os.stat_result) -> int | None:
+    """The pid holding a flock on this file, from /proc/locks (None when it cannot be told)."""
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "unknown"
-        f.close()
-        raise StoreInUse(
-            f"{db} is already open for writing (by pid {holder}, lock {lock_path}); "
-            "a second daemon on the same store is refused. Stop the other one first (kagentd stop)."
-        ) from None
-    f.seek(0)
-    f.truncate()
-    f.write(f"{os.getpid()}\n")
-    f.flush()
-    return f
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        f = line.split()
+        if len(f) > 5 and f[1] == "FLOCK" and f[5] == dev:
+            return int(f[4])
+    return None
 
 
 def _snapshot(fn: Callable[[Conn], T]) -> Callable[[Conn], T]:
@@ -225,9 +258,10 @@ class Store:
     """The SQLite store. Open with `async with Store.open(path) as store:`."""
 
     def __init__(self, path: Path, reader: Conn, send: MemoryObjectSendStream[_Request[Any]] | None,
-                 busy_timeout_s: float) -> None:
+                 busy_timeout_s: float, retry: dict[int, _Retry] | None = None) -> None:
         self.path = path
         self.busy_timeout_s = busy_timeout_s
+        self._retry = {} if retry is None else retry
         self._reader = reader
         self._send = send
         self._read_limiter = anyio.CapacityLimiter(1)
@@ -238,9 +272,9 @@ class Store:
                    busy_timeout_s: float = 5.0, max_batch: int = 256,
                    queue_size: int = 1024) -> AsyncIterator[Store]:
         """Open (creating and migrating as needed). `readonly`: reads only, no lock, no writer.
-        `lock`: hold `<db>.lock` so a second daemon refuses (the trainer passes False)."""
+        `lock`: hold a flock on the file so a second daemon refuses (the trainer passes False)."""
         path = Path(path)
-        lock_file = _take_lock(path) if lock and not readonly else None
+        lock_file = _Lock(path) if lock and not readonly else None
         writer: Conn | None = None
         reader: Conn | None = None
         try:
@@ -257,11 +291,12 @@ class Store:
                 return
             send, receive = anyio.create_memory_object_stream[_Request[Any]](queue_size)
             body_error: BaseException | None = None
+            retry: dict[int, _Retry] = {}
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_write_loop, writer, receive, path, busy_timeout_s, max_batch)
+                tg.start_soon(_write_loop, writer, receive, path, busy_timeout_s, max_batch, retry)
                 with send:  # closing it lets the writer commit what is queued, then end
                     try:
-                        yield cls(path, reader, send, busy_timeout_s)
+                        yield cls(path, reader, send, busy_timeout_s, retry)
                     except BaseException as exc:  # re-raised below, not wrapped in an ExceptionGroup
                         body_error = exc
             if body_error is not None:
@@ -302,6 +337,10 @@ class Store:
 
     async def upsert_problem(self, row: ProblemRow) -> None:
         await self.upsert_problems([row])
+
+    async def add_problem(self, row: ProblemRow) -> ProblemRow:
+        """The stored row for `row.id`: `row` when new, else the existing one (see store_sql)."""
+        return await self.write(lambda c: add_problem(c, row), f"add_problem({row.name})")
 
     async def get_problem(self, problem_id: str) -> ProblemRow | None:
         rows = await self.read(lambda c: select_problems(c, problem_id))
@@ -346,12 +385,30 @@ class Store:
                                 f"add_tool_call(turn {call.turn_id}, index {call.index})")
 
     async def finish_episode(self, episode_id: int, status: EpisodeStatus, *, reward: float | None,
-                             trainable: bool | None = None, error: str | None = None) -> None:
+                             trainable: bool | None = None, error: str | None = None,
+                             rerun_pending: bool = False) -> None:
+        """The episode's final status; `rerun_pending`: it waits for a re-run (set in the same
+        transaction, so a crash cannot end it without the mark)."""
         if status == "running":
             raise ValueError("finish_episode needs a final status, not 'running'")
         finished = time.time()
-        await self.write(lambda c: update_finished(c, episode_id, status, reward, trainable, error, finished),
-                         f"finish_episode({episode_id})")
+
+        def fn(c: Conn) -> None:
+            update_finished(c, episode_id, status, reward, trainable, error, finished, rerun_pending)
+        what = f"finish_episode({episode_id}, {status})"
+        try:
+            await self.write(fn, what)
+        except StoreWriteFailed:
+            # Disk full or an I/O error: the caller hears of it now, and the final status is
+            # written with the next transaction that commits (or at close), so the episode does
+            # not stay `running` and get re-run at the next start.
+            self._retry[episode_id] = _Retry(fn, what)
+            raise
+
+    @property
+    def unwritten_finishes(self) -> list[int]:
+        """Episodes whose final status failed to commit and waits for the next transaction."""
+        return sorted(self._retry)
 
     async def mark_interrupted_episodes(self) -> list[int]:
         """At start-up: episodes still `running` were cut short by a crash; they become
@@ -436,8 +493,15 @@ def _check_schema(conn: Conn, path: Path) -> None:
                                " writing (Store.open / kagentd) to migrate it")
 
 
+class _Retry(NamedTuple):
+    """A write that failed to commit (disk full, I/O error) and is tried again."""
+
+    fn: Callable[[Conn], Any]
+    what: str
+
+
 async def _write_loop(conn: Conn, receive: MemoryObjectReceiveStream[_Request[Any]], path: Path,
-                      busy_timeout_s: float, max_batch: int) -> None:
+                      busy_timeout_s: float, max_batch: int, retry: dict[int, _Retry]) -> None:
     limiter = anyio.CapacityLimiter(1)
     batch: list[_Request[Any]] = []
     try:
@@ -448,11 +512,23 @@ async def _write_loop(conn: Conn, receive: MemoryObjectReceiveStream[_Request[An
                     batch.append(receive.receive_nowait())
                 except (anyio.WouldBlock, anyio.EndOfStream):
                     break
+            retried = {key: _Request(r.fn, r.what) for key, r in retry.items()}
             # Not abandoned on cancel: a started transaction always ends (commit or rollback).
-            await to_thread.run_sync(_run_batch, conn, batch, path, busy_timeout_s, limiter=limiter)
+            await to_thread.run_sync(_run_batch, conn, [*retried.values(), *batch], path, busy_timeout_s,
+                                     limiter=limiter)
+            _settle(retried, retry)
             for req in batch:
                 req.done.set()
             batch = []
+        if retry:  # closing: one more try for what is still unwritten
+            retried = {key: _Request(r.fn, r.what) for key, r in retry.items()}
+            await to_thread.run_sync(_run_batch, conn, list(retried.values()), path, busy_timeout_s,
+                                     limiter=limiter)
+            _settle(retried, retry)
+            if retry:
+                log.error("%s: the final status of episode(s) %s could not be written (%s); they stay"
+                          " `running` and the next start marks them interrupted", path,
+                          ", ".join(map(str, sorted(retry))), next(iter(retried.values())).error)
     finally:
         # Cancelled or failed: answer everything not run, so no sender waits forever.
         while True:
@@ -463,6 +539,15 @@ async def _write_loop(conn: Conn, receive: MemoryObjectReceiveStream[_Request[An
         receive.close()  # later sends fail at once (BrokenResourceError -> StoreError)
         for req in batch:
             req.done.set()
+
+
+def _settle(retried: dict[int, _Request[Any]], retry: dict[int, _Retry]) -> None:
+    """Drop the retried writes that are done: committed, or failed for a reason of their own."""
+    for key, req in retried.items():
+        if not isinstance(req.error, StoreWriteFailed | StoreBusy):
+            if req.error is not None:
+                log.error("%s failed when retried: %s", req.what, req.error)
+            retry.pop(key, None)
 
 
 class StoreBaselineCache:

@@ -16,7 +16,8 @@ from skills.results import EvalResult
 
 EpisodeStatus = Literal["running", "submitted", "turn_limit", "token_limit", "time_limit",
                         "malformed_limit", "policy_error", "error", "cancelled", "interrupted"]
-"""Why an episode ended (`running` until it does; `interrupted`: the daemon died under it)."""
+"""Why an episode ended (`running` until it does; `interrupted`: the daemon died under it, or
+stopped during one of its LLM calls, and it waits for a re-run)."""
 Origin = Literal["rollout", "request", "replay"]
 """Why an episode ran: a training rollout, an HTTP request, or `kagent replay`."""
 TrainStage = Literal["rft", "value", "ppo"]
@@ -27,7 +28,7 @@ class StoreError(Exception):
 
 
 class StoreInUse(StoreError):
-    """Another process holds the store open for writing (`<db>.lock`)."""
+    """Another process holds the store open for writing (a flock on the database file)."""
 
 
 class StoreBusy(StoreError):

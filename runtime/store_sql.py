@@ -179,6 +179,19 @@ def upsert_problems(conn: Conn, rows: Sequence[ProblemRow]) -> None:
          for r in rows])
 
 
+def add_problem(conn: Conn, row: ProblemRow) -> ProblemRow:
+    """The stored row for `row.id`: `row` inserted when the id is new; else the row already
+    there, untouched but for a missing source (an evaluation's placeholder) filled in."""
+    now = time.time()
+    conn.execute(
+        "INSERT INTO problems (id, name, level, source, path, precision, tier, code, manifest, added, updated)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+        " code = coalesce(code, excluded.code)",
+        (row.id, row.name, row.level, row.source, row.path, row.precision, row.tier, row.code, row.manifest,
+         now, now))
+    return select_problems(conn, row.id)[0]
+
+
 def insert_policy(conn: Conn, version: int, path: str, created: float) -> None:
     conn.execute("INSERT INTO policies (version, path, created) VALUES (?, ?, ?)", (version, path, created))
 
@@ -232,14 +245,15 @@ def insert_tool_call(conn: Conn, c: ToolCallRow, record: str | None) -> int:
 
 
 def update_finished(conn: Conn, episode_id: int, status: EpisodeStatus, reward: float | None,
-                    trainable: bool | None, error: str | None, finished: float) -> None:
+                    trainable: bool | None, error: str | None, finished: float,
+                    rerun_pending: bool = False) -> None:
     cur = conn.execute(
         "UPDATE episodes SET status = ?, reward = ?, trainable = coalesce(?, trainable), error = ?,"
-        " finished = ?,"
+        " finished = ?, rerun_pending = ?,"
         " policy_seconds = (SELECT coalesce(sum(duration), 0) FROM turns WHERE episode_id = episodes.id),"
         " tool_seconds = (SELECT coalesce(sum(duration), 0) FROM tool_calls WHERE episode_id = episodes.id)"
         " WHERE id = ? AND status = 'running'",
-        (status, reward, trainable, error, finished, episode_id))
+        (status, reward, trainable, error, finished, int(rerun_pending), episode_id))
     if cur.rowcount == 0:
         row = conn.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
         raise StoreError(f"episode {episode_id} does not exist" if row is None

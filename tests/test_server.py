@@ -13,6 +13,8 @@ import openai
 import pytest
 from kagentd_harness import RELU, SUBMIT, Kagentd, Scripted, chat_body, write_relu_turn
 
+from skills.problem import source_id
+
 KEY = "test-key-123"
 
 
@@ -20,7 +22,8 @@ KEY = "test-key-123"
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kagentd]:
     tmp = tmp_path_factory.mktemp("server")
     scripted = Scripted(tmp, [write_relu_turn(), SUBMIT])
-    d = Kagentd(tmp, scripted.base_url, api_key=KEY, extra={"http": {"max_body_bytes": 65536}})
+    d = Kagentd(tmp, scripted.base_url, api_key=KEY, extra={"http": {"max_body_bytes": 65536},
+                                                            "scheduler": {"problem_check_timeout_s": 15}})
     d.start()
     try:
         yield d
@@ -86,6 +89,68 @@ def test_bad_requests_get_4xx_with_the_reason(daemon: Kagentd, body: Any, status
     assert err["type"] == "invalid_request_error"
 
 
+MODEL_TAIL = ("class Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+              "def get_inputs():\n    return [torch.ones(4)]\ndef get_init_inputs():\n    return []\n")
+
+
+@pytest.mark.parametrize(("head", "message"), [
+    ("import sys\nraise SystemExit(3)\n", "ended its process with status 3"),
+    ("import os\nos._exit(0)\n", "ended its process with status 0"),
+    ("raise KeyboardInterrupt\n", "killed its process (SIGINT)"),
+    ("x = bytearray(1 << 33)\n", "ran out of memory: the limit is 4096 MiB"),
+    ("while True:\n    pass\n", "took longer than 15 s (scheduler.problem_check_timeout_s)"),
+], ids=["system-exit", "os-exit", "keyboard-interrupt", "memory", "endless-loop"])
+def test_a_problem_that_exits_hangs_or_hogs_memory_is_a_400_and_the_daemon_stays(
+        daemon: Kagentd, head: str, message: str) -> None:
+    """Problems are loaded in a child process with a time and memory limit, never in the daemon."""
+    r = post(daemon, chat_body("import torch\n" + head + MODEL_TAIL))
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert err["code"] == "bad_problem" and message in err["message"], err
+    assert daemon.health()["status"] == "ok"
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("/v1/episodes?limit=0", "limit must be from 1 to 1000, got 0"),
+    ("/v1/episodes?limit=x", "limit must be an integer, got 'x'"),
+    ("/v1/episodes?before=-5", "before must be from 1 to"),
+    ("/v1/episodes?status=bogus", "status 'bogus' is not one of: cancelled, error,"),
+    ("/v1/episodes?origin=bogus", "origin 'bogus' is not one of: replay, request, rollout"),
+    (f"/v1/episodes/{10**23}", "episode id must be from 1 to 9223372036854775807"),
+    (f"/v1/episodes/{10**23}/transcript", "episode id must be from 1 to"),
+], ids=["limit-0", "limit-text", "before-negative", "status", "origin", "huge-id", "huge-id-transcript"])
+def test_bad_query_values_are_400s(daemon: Kagentd, path: str, message: str) -> None:
+    r = httpx.get(f"{daemon.url}{path}", headers=daemon.headers, timeout=10)
+    assert r.status_code == 400, r.text
+    assert message in error_of(r)["message"]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"max_tokens": -1}, "max_tokens must be an integer from 1 to"),
+    ({"max_tokens": 1.5}, "max_tokens must be an integer"),
+    ({"temperature": -0.5}, "temperature must be a number from 0 to 2, got -0.5"),
+    ({"temperature": "hot"}, "temperature must be a number"),
+    ({"top_p": 3}, "top_p must be a number from 0 to 1"),
+], ids=["max-tokens-negative", "max-tokens-float", "temperature-negative", "temperature-text", "top-p"])
+def test_bad_sampling_values_are_400s(daemon: Kagentd, extra: dict[str, Any], message: str) -> None:
+    r = post(daemon, {**chat_body(RELU.read_text()), **extra})
+    assert r.status_code == 400, r.text
+    err = error_of(r)
+    assert message in err["message"] and err["param"] == next(iter(extra)), err
+
+
+def test_json_nested_too_deep_is_a_400(daemon: Kagentd) -> None:
+    deep = b'{"model": "kagent", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    r = httpx.post(f"{daemon.url}/v1/chat/completions", content=deep, timeout=60,
+                   headers={**daemon.headers, "content-type": "application/json"})
+    assert r.status_code in (400, 413), r.text  # 413 when the body limit is below its size
+    assert error_of(r)["code"] in ("invalid_json", "body_too_large")
+    small = b'{"model": "kagent", "x": ' + b"[" * 20_000 + b"]" * 20_000 + b"}"  # under the 64 KiB limit
+    r = httpx.post(f"{daemon.url}/v1/chat/completions", content=small, timeout=60,
+                   headers={**daemon.headers, "content-type": "application/json"})
+    assert r.status_code == 400 and "nested too deeply" in error_of(r)["message"], r.text
+
+
 def test_bad_problem_streaming_is_a_400_too(daemon: Kagentd) -> None:
     r = post(daemon, {**chat_body(NO_INPUTS), "stream": True})
     assert r.status_code == 400 and "no `get_inputs` function defined" in error_of(r)["message"]
@@ -129,7 +194,10 @@ def test_solve_with_the_openai_client_and_read_the_episode(daemon: Kagentd) -> N
     listed = httpx.get(f"{daemon.url}/v1/episodes?origin=request&limit=5", headers=daemon.headers, timeout=10).json()
     row = next(e for e in listed["data"] if e["id"] == eid)
     assert row["status"] == "submitted" and row["turns"] == 2 and row["tool_calls"] == 3
-    assert row["problem"].startswith("request/")
+    # The bundled problem's source: the request runs on its row and never rewrites it.
+    assert row["problem"] == "level1/01_relu" and row["problem_id"] == source_id(source)
+    assert daemon.sql("SELECT name, level, source, path FROM problems WHERE id = ?", (source_id(source),)) == [
+        ("level1/01_relu", 1, "kagent", "level1/01_relu.py")]
     detail = httpx.get(f"{daemon.url}/v1/episodes/{eid}", headers=daemon.headers, timeout=10).json()
     assert [t["index"] for t in detail["turns"]] == [0, 1]
     assert all(t["completion_ids"] and len(t["completion_ids"]) == len(t["logprobs"]) for t in detail["turns"])

@@ -402,6 +402,37 @@ def test_second_daemon_on_the_same_store_refuses(tmp_path: Path) -> None:
     run(again)
 
 
+def test_a_hard_link_or_other_path_to_the_store_is_refused_too(tmp_path: Path) -> None:
+    """The lock is on the file's identity: a second path to the same file (a hard link in another
+    folder, a symlink) would open a second WAL on it."""
+    db = tmp_path / "a" / "kagent.db"
+    db.parent.mkdir()
+    (tmp_path / "b").mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(db)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, env=subprocess_env(), text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        link = tmp_path / "b" / "linked.db"
+        os.link(db, link)
+        symlink = tmp_path / "b" / "sym.db"
+        symlink.symlink_to(db)
+
+        async def go() -> None:
+            for other in (link, symlink):
+                with pytest.raises(StoreInUse, match=rf"already open for writing \(by pid {holder.pid}, the same file"):
+                    async with Store.open(other):
+                        pass
+        run(go)
+        assert not (tmp_path / "b" / "linked.db-wal").exists()  # refused before SQLite opened it
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(10)
+        assert holder.stdout is not None
+        holder.stdout.close()
+
+
 # ------------------------------------------------------------------------ faults and crashes
 
 
@@ -527,6 +558,68 @@ def test_full_disk_is_a_clear_error_and_corrupts_nothing(tmp_path: Path) -> None
                          capture_output=True, env={**subprocess_env(), "FILLER": DISK_FILLER}, text=True,
                          timeout=60)
     _check_filled(out, keep / "kagent.db", "disk full")
+
+
+FINISH_ON_FULL = """
+import os, sys, anyio
+from runtime.store import ProblemRow, Store, StoreWriteFailed, TurnRow
+async def main():
+    db, ballast, later = sys.argv[1], sys.argv[2], sys.argv[3]
+    async with Store.open(db) as store:
+        await store.upsert_problem(ProblemRow(id="p", name="p", source="test"))
+        eid = await store.start_episode("p", policy_version=None, origin="request")
+        with open(ballast, "wb", buffering=0) as f:  # fill the disk
+            try:
+                while True:
+                    f.write(b"x" * 4096)
+            except OSError:
+                pass
+        try:
+            await store.add_turn(TurnRow(episode_id=eid, index=0, text="t", completion_ids=list(range(50000))))
+        except StoreWriteFailed:
+            print("TURN FAILED", flush=True)
+        try:
+            await store.finish_episode(eid, "error", reward=None, error="the store failed: disk full")
+        except StoreWriteFailed as exc:
+            print("FINISH FAILED", exc, flush=True)
+        print("UNWRITTEN", store.unwritten_finishes, flush=True)
+        os.remove(ballast)  # space again
+        if later == "write":
+            await store.add_policy(1, "/ckpt/step_1")  # the next transaction carries the final status
+            print("UNWRITTEN", store.unwritten_finishes, flush=True)
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("later", ["write", "close"])
+def test_a_final_status_that_hit_a_full_disk_is_written_once_there_is_room(tmp_path: Path, later: str) -> None:
+    """Disk full while an episode ends: the caller gets the clear error, and the episode does not
+    stay `running` (the next start would re-run a request already reported failed): its final
+    status goes in with the next transaction that commits, or at close."""
+    mnt, keep = tmp_path / "mnt", tmp_path / "copy"
+    mnt.mkdir()
+    keep.mkdir()
+    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no private mount namespace here: {probe.stderr.decode().strip()}")
+    script = (f'mount -t tmpfs -o size=1m none {mnt} && "{sys.executable}" -c "$SCRIPT" {mnt}/kagent.db'
+              f' {mnt}/ballast {later} && cp {mnt}/kagent.db {keep}/ && (cp {mnt}/kagent.db-wal {keep}/ || true)')
+    out = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
+                         capture_output=True, env={**subprocess_env(), "SCRIPT": FINISH_ON_FULL}, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert "TURN FAILED" in lines, out.stdout
+    failed = [ln for ln in lines if ln.startswith("FINISH FAILED")]
+    assert failed and "disk full" in failed[0], out.stdout
+    unwritten = [ln for ln in lines if ln.startswith("UNWRITTEN")]
+    assert unwritten[0] == "UNWRITTEN [1]" and unwritten[1:] in ([], ["UNWRITTEN []"]), out.stdout
+    conn = sqlite3.connect(keep / "kagent.db")
+    try:
+        assert conn.execute("SELECT status, error FROM episodes").fetchall() == [
+            ("error", "the store failed: disk full")]
+    finally:
+        conn.close()
 
 
 def test_locked_database_is_a_clear_error(tmp_path: Path) -> None:
