@@ -60,6 +60,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     src.add_argument("--reference-model", action="store_true",
                      help="grade each problem's own Model as its ModelNew (a check of the harness: speedup ~1)")
     src.add_argument("--policy-url", default=None, help="run agent episodes against this OpenAI-compatible /v1 URL")
+    p.add_argument("--daemon", default=None, metavar="URL",
+                   help="run the episodes in the kagentd at URL (its policy and settings) instead of in process")
+    p.add_argument("--api-key", default=None, help="--daemon's bearer key (default: $KAGENT_API_KEY, else http.api_key)")
     p.add_argument("--model", default=None, help="model name to request (default: policy.model of the config)")
     p.add_argument("--attempts", type=int, default=1, help="attempts per problem, K (default 1)")
     p.add_argument("--out", type=Path, default=None, help="results folder (resumed when it holds results)")
@@ -97,7 +100,7 @@ def _source(args: argparse.Namespace) -> SourceKind:
         return "reference"
     if args.reference_model:
         return "reference_model"
-    if args.policy_url:
+    if args.policy_url or args.daemon:
         return "policy"
     raise UsageError("name one source of solutions: --solutions DIR, --reference, --reference-model or --policy-url URL")
 
@@ -170,8 +173,9 @@ def _run(args: argparse.Namespace) -> int:
                          if source == "reference" else "nothing to grade")
     header = run_header(source=source, backend=sched.backend,
                         solutions=str(args.solutions.resolve()) if args.solutions else None,
-                        policy_url=config.policy.base_url if source == "policy" else None,
-                        model=config.policy.model if source == "policy" else None, attempts=args.attempts,
+                        policy_url=_policy_label(args, config) if source == "policy" else None,
+                        model=(args.model or "kagent" if args.daemon else config.policy.model) if source == "policy"
+                        else None, attempts=args.attempts,
                         command=_command(args))
     old = read_results(args.out)
     if old is not None and (why := same_run(old.run, header)):
@@ -198,12 +202,15 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
 
     sched: SchedulerConfig = config.scheduler
     cfg: EvalConfig = sched.eval
-    gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else sched.gpus or visible_gpus()
+    gpus = ([g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else sched.gpus or visible_gpus()) \
+        if sched.backend == "cuda" else []
     slots = EvalSlots(eval_devices(sched, gpus))
     compile_limiter = anyio.CapacityLimiter(sched.compile_workers or os.cpu_count() or 1)
     with progress(len(jobs), disable=args.no_progress) as bar:
         async with AsyncExitStack() as stack:
-            if source == "policy":
+            if source == "policy" and args.daemon:
+                grade, limit = await _daemon(stack, args, config), sched.max_in_flight
+            elif source == "policy":
                 grade = await _episodes(stack, args, config, slots, compile_limiter)
                 limit = sched.max_in_flight
             else:
@@ -213,7 +220,7 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
                     jobs = reference_model_jobs(jobs, Path(stack.enter_context(_tmpdir())))
                 await grader.prebuild(jobs, bar.built)
                 grade, limit = grader.grade, len(jobs)
-            await warm_pools(stack, slots, cfg, sched.warm_workers and bool(jobs))
+            await warm_pools(stack, slots, cfg, sched.warm_workers and bool(jobs) and not args.daemon)
             await run_jobs(jobs, grade=grade, results=results, on_row=bar.row, limit=limit)
 
 
@@ -247,6 +254,15 @@ async def _episodes(stack: AsyncExitStack, args: argparse.Namespace, config: Con
     return runner.grade
 
 
+async def _daemon(stack: AsyncExitStack, args: argparse.Namespace, config: Config) -> Any:
+    from runtime.bench_daemon import DaemonRunner
+
+    key = args.api_key or os.environ.get("KAGENT_API_KEY") or config.http.api_key
+    runner = DaemonRunner(args.daemon, api_key=key)
+    stack.push_async_callback(runner.aclose)
+    return runner.grade
+
+
 def summary(row: BenchRow) -> str:
     """One line per finished row."""
     if row.fault:
@@ -261,6 +277,12 @@ def summary(row: BenchRow) -> str:
         what = f"failed ({', '.join(row.flags) or row.error or 'incorrect'})"[:160]
     episode = f", episode {row.episode_id} ({row.episode_status}, {row.turns} turns)" if row.episode_id else ""
     return f"{row.problem} #{row.attempt}: {what}{episode} [{row.seconds:.1f} s]"
+
+
+def _policy_label(args: argparse.Namespace, config: Config) -> str:
+    if args.daemon:
+        return f"kagentd at {args.daemon}" + (f" ({args.policy_url})" if args.policy_url else "")
+    return config.policy.base_url
 
 
 def _command(args: argparse.Namespace) -> str:

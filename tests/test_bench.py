@@ -174,3 +174,25 @@ def _rows_list(out: Path) -> list[BenchRow]:
     bench = read_results(out)
     assert bench is not None
     return list(bench.rows)
+
+
+def test_daemon_runs_the_episodes_and_the_rows_come_from_its_store(tmp_path: Path) -> None:
+    from tests.kagentd_harness import RELU, SUBMIT, Kagentd, Scripted, write_relu_turn
+
+    scripted = Scripted(tmp_path, [write_relu_turn(), SUBMIT])
+    d = Kagentd(tmp_path, scripted.base_url)
+    d.start()
+    out = tmp_path / "out-daemon"
+    try:
+        done = d.kagent("bench", str(RELU), "--daemon", d.url, "--out", str(out), "--backend", "cpu",
+                        "--no-progress", timeout=280)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (row,) = _rows_list(out)
+        assert row.problem == "level1/01_relu" and row.passed and row.fault is None
+        assert row.episode_status == "submitted" and row.turns == 2 and row.completion_tokens
+        assert d.sql("SELECT status FROM episodes WHERE id = ?", (row.episode_id,)) == [("submitted",)]
+        bench = read_results(out)
+        assert bench is not None and bench.run.policy_url == f"kagentd at {d.url}"
+    finally:
+        d.kill()
+        scripted.stop()
