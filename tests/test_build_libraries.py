@@ -313,3 +313,63 @@ def test_gpu_cublas_linear_relu(tmp_path: Path) -> None:
     torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
     kagent_ext.ops.linear_relu(x, w, None, y, 300, 129, 257, 0)  # optional bias
     torch.testing.assert_close(y, torch.relu(x.double() @ w.double().t()).float(), rtol=1e-5, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- TF32 on an fp32 problem
+
+TF32_CU = SGEMM_CU.replace("cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);",
+                           "if (tf32) cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);")
+
+
+@needs_real("cublas")
+def test_tf32_request_is_evidence_for_the_strict_budget(tmp_path: Path) -> None:
+    """A kernel that asks cuBLAS for TF32 is graded on the strict budget (skills/precision_code.py
+    reads the library constants; its PTX compiles with the libraries' headers), the same kernel
+    without the request on the fair one."""
+    from skills.precision_code import scan_build
+
+    config = cuda_config(tmp_path, None)
+    for source, formats in ((TF32_CU, ["tf32"]), (SGEMM_CU.replace("tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : ", ""), [])):
+        kdir = write(tmp_path / f"ws{len(formats)}" / "kernels", {"g.cu": source})
+        built = build(kdir, config)
+        assert built.ok, built.errors
+        evidence = scan_build(built, kdir, config)
+        assert evidence.checked, evidence.how
+        assert evidence.formats == formats, evidence
+
+
+_TF32_PROBE = """\
+import sys, msgspec, torch
+sys.path.insert(0, sys.argv[3])
+import kagent_ext
+kagent_ext._bind(sys.argv[1], msgspec.json.decode(sys.argv[2]), "cuda")
+torch.manual_seed(0)
+x, w = torch.randn(512, 2048, device="cuda"), torch.randn(512, 2048, device="cuda")
+y = torch.empty(512, 512, device="cuda")
+kagent_ext.ops.linear_relu(x, w, None, y, 512, 512, 2048, 1)
+ref = torch.relu(x.double() @ w.double().t())
+print(float((y.double() - ref).abs().max() / ref.abs().max()))
+"""
+
+
+@pytest.mark.gpu
+@needs_real("cublas")
+def test_gpu_tf32_override_keeps_library_calls_in_fp32(tmp_path: Path) -> None:
+    """The candidate runs with NVIDIA_TF32_OVERRIDE=0 (skills/evaluate.py): a cuBLAS call that asks
+    for TF32 still computes in fp32 there, while without the override it is TF32-accurate only."""
+    import os
+
+    built = build(write(tmp_path / "ws" / "kernels", {"g.cu": TF32_CU}), cuda_config(tmp_path, None))
+    assert built.ok and built.lib_path, built.errors
+    sigs = msgspec.json.encode(built.functions).decode()
+    errors = {}
+    for override in ("0", None):
+        env = {k: v for k, v in os.environ.items() if k != "NVIDIA_TF32_OVERRIDE"}
+        if override is not None:
+            env["NVIDIA_TF32_OVERRIDE"] = override
+        proc = subprocess.run([sys.executable, "-c", _TF32_PROBE, built.lib_path, sigs, str(SHIM)],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        errors[override] = float(proc.stdout.strip().splitlines()[-1])
+    assert errors["0"] < 1e-5, errors  # fp32: ~1e-7 relative to the largest output
+    assert errors[None] > 1e-4, errors  # TF32 keeps 10 mantissa bits: ~1e-3
