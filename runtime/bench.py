@@ -41,6 +41,7 @@ from runtime.bench_report import render
 from runtime.bench_rows import (
     BenchFile,
     BenchRow,
+    BenchSession,
     fault_row,
     missing_row,
     row_from_result,
@@ -80,6 +81,7 @@ class Results:
         self.rank = {p.id: i for i, p in enumerate(order)}
         self.rows = {r.key: r for r in bench.rows}
         self.lock = anyio.Lock()
+        self.session: BenchSession | None = None
 
     def done(self, job: Job, *, retry_faults: bool) -> bool:
         row = self.rows.get((job.problem.id, job.attempt))
@@ -87,13 +89,22 @@ class Results:
 
     async def add(self, row: BenchRow) -> None:
         async with self.lock:
+            if self.session is not None:
+                self.session.seconds = time.time() - self.session.started
             self.rows[row.key] = row
             self.bench.rows = sorted(self.rows.values(), key=lambda r: (self.rank.get(r.problem_id, len(self.rank)),
                                                                         r.problem, r.attempt))
             await anyio.to_thread.run_sync(write_results, self.out, self.bench)
 
+    def start(self, session: BenchSession) -> None:
+        self.session = session
+        self.bench.run.sessions.append(session)
+
     def finish(self) -> tuple[Path, Path | None]:
-        """table.md and speedup.png (None when nothing passed and was timed)."""
+        """results.json (the session's end), table.md and speedup.png (None when nothing passed and was timed)."""
+        if self.session is not None:
+            self.session.seconds = time.time() - self.session.started
+        write_results(self.out, self.bench)
         table = self.out / TABLE
         table.write_text(render(self.bench), encoding="utf-8")
         return table, plot(self.bench.rows, self.out / PLOT, title=render(self.bench).splitlines()[0][2:])
@@ -113,20 +124,25 @@ class Grader:
         self.compile_limiter = compile_limiter
         self.compile_jobs = max(1, compile_jobs)
         self.prebuilt: dict[tuple[str, int], EvalResult] = {}
+        """Jobs graded by their build-ahead evaluation (they failed to build or were wrong)."""
+        self.prebuild_seconds: dict[tuple[str, int], float] = {}
 
-    async def prebuild(self, jobs: list[Job], on_build: Callable[[Job], Awaitable[None]]) -> None:
+    async def prebuild(self, jobs: list[Job], on_build: Callable[[Job], Awaitable[None]]) -> float | None:
         """Correctness-only evaluations of the load_inline jobs, `compile_jobs` at a time, spread over
         the slots' devices; each that passes leaves its build in the extension cache, each that
-        fails (not a fault) is kept as the job's grade."""
+        fails (not a fault) is kept as the job's grade. Returns the seconds it took (None: nothing to build)."""
         inline = [j for j in jobs if j.solution is not None and builds_inline(Path(j.solution))]
         if not inline or self.config.extension_cache_dir is None:
-            return
+            return None
+        began = time.monotonic()
         limiter = anyio.CapacityLimiter(self.compile_jobs)
 
         async def one(i: int, job: Job) -> None:
             async with limiter:
                 cfg = msgspec.structs.replace(self.config, gpu=self.slots.devices[i % len(self.slots.devices)])
+                began = time.monotonic()
                 result = await self._evaluate(job, cfg, "test")
+                self.prebuild_seconds[(job.problem.id, job.attempt)] = time.monotonic() - began
             if result.environment_fault is None and (not result.correct or result.flags or not result.compiled):
                 result.reward = get_reward_fn(cfg.reward_fn)(result)
                 result.reward_fn = cfg.reward_fn
@@ -136,6 +152,7 @@ class Grader:
         async with anyio.create_task_group() as tg:
             for i, job in enumerate(inline):
                 tg.start_soon(one, i, job)
+        return time.monotonic() - began
 
     async def grade(self, job: Job) -> BenchRow:
         p = job.problem
@@ -145,8 +162,10 @@ class Grader:
         result = self.prebuilt.get((p.id, job.attempt))
         if result is None:
             result = await self._evaluate(job, self.config, "final", leased=True)
-        return row_from_result(result, problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt,
-                               solution=job.solution, seconds=time.monotonic() - began)
+        row = row_from_result(result, problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt,
+                              solution=job.solution, seconds=time.monotonic() - began)
+        row.prebuild_seconds = self.prebuild_seconds.get((p.id, job.attempt))
+        return row
 
     async def _evaluate(self, job: Job, cfg: EvalConfig, mode: Mode, leased: bool = False) -> EvalResult:
         with tempfile.TemporaryDirectory(prefix="kagent-bench-") as tmp:

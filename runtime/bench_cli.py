@@ -16,6 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,15 @@ from runtime.bench import (
     run_jobs,
     warm_pools,
 )
-from runtime.bench_rows import BenchFile, BenchRow, SourceKind, read_results, run_header, same_run
+from runtime.bench_rows import (
+    BenchFile,
+    BenchRow,
+    BenchSession,
+    SourceKind,
+    read_results,
+    run_header,
+    same_run,
+)
 from runtime.bench_sources import BenchProblem, collect_problems, find_solutions, reference_solution
 from runtime.config import Config, ConfigError, default_config_path, load_config
 from runtime.settings import SchedulerConfig
@@ -205,6 +214,9 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
     gpus = ([g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else sched.gpus or visible_gpus()) \
         if sched.backend == "cuda" else []
     slots = EvalSlots(eval_devices(sched, gpus))
+    session = BenchSession(started=time.time(), slots=[d or "cpu" for d in slots.devices], jobs=len(jobs))
+    if jobs:
+        results.start(session)
     compile_limiter = anyio.CapacityLimiter(sched.compile_workers or os.cpu_count() or 1)
     with progress(len(jobs), disable=args.no_progress) as bar:
         async with AsyncExitStack() as stack:
@@ -218,7 +230,7 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
                                 compile_jobs=args.compile_jobs or max(1, (os.cpu_count() or 2) // 2))
                 if source == "reference_model":
                     jobs = reference_model_jobs(jobs, Path(stack.enter_context(_tmpdir())))
-                await grader.prebuild(jobs, bar.built)
+                session.prebuild_seconds = await grader.prebuild(jobs, bar.built)
                 grade, limit = grader.grade, len(jobs)
             await warm_pools(stack, slots, cfg, sched.warm_workers and bool(jobs) and not args.daemon)
             await run_jobs(jobs, grade=grade, results=results, on_row=bar.row, limit=limit)

@@ -13,7 +13,7 @@ from typing import Literal
 
 import msgspec
 
-from skills import reward
+from skills import ext_cache, reward
 from skills.results import EvalResult, Speedup
 
 SourceKind = Literal["solutions", "reference", "reference_model", "policy"]
@@ -21,6 +21,21 @@ SourceKind = Literal["solutions", "reference", "reference_model", "policy"]
 problem's own Model as its ModelNew (a check of the harness), or agent episodes against a policy."""
 RESULTS = "results.json"
 CSV = "results.csv"
+
+
+class BenchSession(msgspec.Struct, kw_only=True):
+    """One invocation of `kagent bench` on a results folder (a resumed run has several)."""
+
+    started: float
+    """Unix time it started."""
+    slots: list[str]
+    """Its evaluation slots (GPU ids on cuda, `cpu` per slot on cpu)."""
+    jobs: int
+    """Rows it had to grade (the rest were already there)."""
+    seconds: float | None = None
+    """Wall time from start to the last row (None while it runs, or when it was killed)."""
+    prebuild_seconds: float | None = None
+    """Wall time of building load_inline solutions ahead (None: there were none)."""
 
 
 class BenchRun(msgspec.Struct, kw_only=True):
@@ -46,6 +61,8 @@ class BenchRun(msgspec.Struct, kw_only=True):
     """Host name."""
     kagent_commit: str | None
     """git commit of the kagent checkout (None outside a git checkout)."""
+    sessions: list[BenchSession] = msgspec.field(default_factory=list)
+    """Every invocation that added rows, first to last."""
 
 
 class BenchRow(msgspec.Struct, kw_only=True):
@@ -106,6 +123,13 @@ class BenchRow(msgspec.Struct, kw_only=True):
     """Generated tokens over the episode's turns (policy source only)."""
     seconds: float
     """Wall time of the attempt (evaluation, or the whole episode)."""
+    workers_seconds: float | None = None
+    """Starting the final evaluation's workers up to the candidate's import (a load_inline build
+    counts here: a cold one is ~60 s, a seeded one seconds)."""
+    extension_cache_hit: bool = False
+    """The final evaluation's load_inline build was seeded from the parent's cache (skills/ext_cache.py)."""
+    prebuild_seconds: float | None = None
+    """The correctness-only evaluation that built a load_inline solution ahead (None: not built ahead)."""
     gpu: str | None = None
     """Device the evaluation ran on (None on cpu)."""
     torch_version: str | None = None
@@ -147,6 +171,7 @@ def row_from_result(result: EvalResult, *, problem: str, problem_id: str, level:
         reward=result.reward, passed=fault is None and not reward.failed(result), compiled=result.compiled,
         correct=result.correct, fault=fault, error=_first_line(result.error), flags=[f.name for f in result.flags],
         seconds=seconds, gpu=result.gpu, torch_version=result.torch_version or None,
+        workers_seconds=result.stages.workers_ready, extension_cache_hit=ext_cache.SEED_PART in result.stages.parts,
         **fields)  # type: ignore[arg-type]
 
 

@@ -21,6 +21,8 @@ from runtime.bench_rows import BenchRow, read_results
 from runtime.cli import main
 from runtime.scripted import scripted_server
 from runtime.store import Store
+from skills.sandbox import SandboxConfig
+from skills.sandbox import active as sandbox_active
 from tests.test_environment_faults import HUGE, RELU_CPP, RELU_NEW
 
 pytestmark = pytest.mark.slow
@@ -134,6 +136,46 @@ def test_compare_two_result_sets(graded: Path, env: Path, capsys: pytest.Capture
     assert f"B - A = {relu.speedup_eager:+.3f}" in out  # one paired problem: B's geomean is twice A's
     assert "geomean speedup over compile: no problem passed and timed in both sets" in out
     assert main(["bench", "compare", str(graded)]) == 2
+
+
+INLINE_RELU = '''import torch
+from torch.utils.cpp_extension import load_inline
+
+SOURCE = """
+#include <torch/extension.h>
+torch::Tensor relu(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  const float* a = x.data_ptr<float>();
+  float* b = y.data_ptr<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) b[i] = a[i] > 0.f ? a[i] : 0.f;
+  return y;
+}
+"""
+ext = load_inline(name="bench_relu_inline", cpp_sources=SOURCE, functions=["relu"])
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        return ext.relu(x)
+'''
+
+
+@pytest.mark.skipif(not sandbox_active(SandboxConfig()), reason="the extension cache pays off inside bubblewrap only")
+def test_a_load_inline_file_is_built_ahead_and_its_final_evaluation_reuses_the_build(env: Path) -> None:
+    """KernelBench-style: the build-ahead evaluation compiles it and leaves the build in the parent's
+    cache; the final evaluation starts from that copy."""
+    sol = env / "sol-inline"
+    sol.mkdir()
+    (sol / "01_relu.py").write_text(INLINE_RELU)
+    out = env / "out-inline"
+    quick = [a for a in QUICK if a != "--unsafe-no-sandbox"]
+    assert main(["bench", str(PROBLEMS / "level1" / "01_relu.py"), "--solutions", str(sol), "--out", str(out),
+                 *quick]) == 0
+    (row,) = _rows_list(out)
+    assert row.passed and row.fault is None
+    assert row.prebuild_seconds is not None and row.extension_cache_hit
+    bench = read_results(out)
+    assert bench is not None and bench.run.sessions[-1].prebuild_seconds is not None
 
 
 SCRIPT = [json.loads((ROOT / "runtime" / "scripts" / "cpu_relu.json").read_text())["turns"][1],
