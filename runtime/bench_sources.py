@@ -19,11 +19,8 @@ from pathlib import Path
 
 import msgspec
 
-from skills.problem import level_of, source_id
-
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_ROOT = PROJECT_ROOT / "problems" / "solutions"
-_NUMBER = re.compile(r"(\d+)")
 _INLINE = re.compile(r"\bload_inline\b|\bcpp_extension\b")
 
 
@@ -50,7 +47,15 @@ class BenchProblem(msgspec.Struct, frozen=True, kw_only=True):
         return int(m[1]) if m else None
 
 
+def level_of(dirname: str) -> int | None:
+    from skills.problem import level_of as of  # skills.problem imports torch: not at `kagent` start
+
+    return of(dirname)
+
+
 def _problem(path: Path) -> BenchProblem:
+    from skills.problem import source_id
+
     level = level_of(path.parent.name)
     name = f"{path.parent.name}/{path.stem}" if level is not None else path.stem
     return BenchProblem(path=str(path), name=name, level=level, id=source_id(path.read_text(encoding="utf-8")))
