@@ -188,7 +188,7 @@ class Episode:
 
     def check_stopping(self) -> None:
         if self.stopping is not None and self.stopping.is_set():
-            raise EpisodeEnd(self.on_stop, "kagentd stopped before the episode's next LLM call"
+            raise EpisodeEnd(self.on_stop, "kagentd stopped while the episode ran (LLM calls are not waited for)"
                              + ("; it is re-run at the next start" if self.on_stop == "interrupted" else ""))
 
     async def query(self) -> tuple[Generation, int]:
