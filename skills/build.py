@@ -290,15 +290,18 @@ _COMMENT_OR_LITERAL = re.compile(
 _EXPORT_TOKEN = re.compile(r"\bKAGENT_EXPORT\b")
 _EXPORT_DECL = re.compile(r"KAGENT_EXPORT\s+void\s+([A-Za-z_]\w*)\s*\(([^()]*)\)")
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict"}
-_POINTEE_DTYPES = {
+# The ABI's types (docs/kernel-abi.md; skills/SKILL.md lists the same, a test compares them).
+POINTEE_DTYPES = {
     "float": "float32", "double": "float64", "__half": "float16", "__nv_bfloat16": "bfloat16",
     "int8_t": "int8", "uint8_t": "uint8", "int16_t": "int16", "int32_t": "int32",
     "int": "int32", "int64_t": "int64", "long long": "int64", "long": "int64", "bool": "bool",
 }
-_SCALAR_KINDS = {
+"""Pointee C type -> torch dtype name of a pointer parameter."""
+SCALAR_KINDS = {
     "int": "int", "int32_t": "int", "int64_t": "int", "long long": "int", "long": "int",
     "size_t": "int", "float": "float", "double": "float", "bool": "bool",
 }
+"""Scalar C type -> the Python number it takes."""
 _TYPE_ALIASES = {"half": "__half", "nv_bfloat16": "__nv_bfloat16", "long int": "long",
                  "long long int": "long long"}
 # Words that can end a multi-word type, so an unnamed "long long" is not read as "long" + name.
@@ -376,15 +379,15 @@ def _parse_param(func: str, index: int, raw: str, where: str) -> Param:
     base = " ".join(base_tokens)
     base = _TYPE_ALIASES.get(base, base)
     ok_ident = all(re.fullmatch(r"[A-Za-z_]\w*", t) for t in [name, *base_tokens])
-    if ok_ident and stars == 1 and base in _POINTEE_DTYPES:
+    if ok_ident and stars == 1 and base in POINTEE_DTYPES:
         ctype = f"{'const ' if is_const else ''}{base}*"
-        return Param(name=name, ctype=ctype, kind="ptr", dtype=_POINTEE_DTYPES[base])
-    if ok_ident and stars == 0 and base in _SCALAR_KINDS:
-        return Param(name=name, ctype=base, kind="scalar", dtype=_SCALAR_KINDS[base])
+        return Param(name=name, ctype=ctype, kind="ptr", dtype=POINTEE_DTYPES[base])
+    if ok_ident and stars == 0 and base in SCALAR_KINDS:
+        return Param(name=name, ctype=base, kind="scalar", dtype=SCALAR_KINDS[base])
     raise BuildError(
         f"{where}: function '{func}' parameter {index} ('{raw}') has an unsupported type; "
-        f"allowed: pointers `T*` / `const T*` with T in {{{', '.join(_POINTEE_DTYPES)}, half}}, "
-        f"or scalars {{{', '.join(_SCALAR_KINDS)}}}"
+        f"allowed: pointers `T*` / `const T*` with T in {{{', '.join(POINTEE_DTYPES)}, half}}, "
+        f"or scalars {{{', '.join(SCALAR_KINDS)}}}"
     )
 
 

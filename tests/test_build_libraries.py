@@ -10,6 +10,7 @@ and skip, saying so, when they are not. GPU cases run the kernels.
 from __future__ import annotations
 
 import ctypes
+import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,16 @@ import msgspec
 import pytest
 import torch
 
-from skills.build import BuildConfig, BuildResult, build, cuda_include_dir, detect_arch, ptx_command
+from skills.build import (
+    POINTEE_DTYPES,
+    SCALAR_KINDS,
+    BuildConfig,
+    BuildResult,
+    build,
+    cuda_include_dir,
+    detect_arch,
+    ptx_command,
+)
 from skills.libraries import FoundLibrary, link_flags, locate, wanted
 
 SHIM = Path(__file__).resolve().parents[1] / "skills" / "harness" / "shim"
@@ -155,11 +165,11 @@ def test_build_links_the_wheel_and_loads(tmp_path: Path) -> None:
     dyn = subprocess.run(["readelf", "-d", result.lib_path], capture_output=True, text=True, check=True).stdout
     assert "[libcublasLt.so.13]" in dyn and "[libcublas.so.13]" in dyn
     assert f"[{site}/nvidia/cu13/lib]" in dyn  # RUNPATH: loads outside torch's process too
-    # dlopen resolves the library through the rpath, and the exported function calls into it.
-    lib = ctypes.CDLL(result.lib_path)
-    out = ctypes.c_int(0)
-    lib.answer(ctypes.byref(out))
-    assert out.value == 50
+    # dlopen resolves the library through the rpath, and the exported function calls into it. In a
+    # process of its own: the stand-in's sonames are the real ones, and a process loads one of each.
+    probe = "import ctypes, sys; out = ctypes.c_int(0); ctypes.CDLL(sys.argv[1]).answer(ctypes.byref(out)); print(out.value)"
+    proc = subprocess.run([sys.executable, "-c", probe, result.lib_path], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "50"), proc.stderr
 
 
 @needs_nvcc
@@ -301,18 +311,72 @@ def _bind_cuda(result: BuildResult) -> None:
     kagent_ext._bind(result.lib_path, msgspec.to_builtins(result.functions), "cuda")
 
 
+def skill_examples() -> dict[str, str]:
+    """The library examples of the cuda SKILL.md, by the function they export."""
+    from runtime.episode_support import skill_prompt
+
+    blocks = re.findall(r"```cuda\n(.*?)```", skill_prompt("cuda"), re.S)
+    found = {}
+    for code in blocks:
+        if "<cublas_v2.h>" in code or "<cudnn.h>" in code:
+            m = re.search(r"KAGENT_EXPORT void (\w+)", code)
+            assert m is not None
+            found[m.group(1)] = code
+    return found
+
+
+def test_skill_md_type_lists_match_the_build() -> None:
+    from runtime.episode_support import skill_prompt
+
+    abi = " ".join((Path(__file__).resolve().parents[1] / "docs" / "kernel-abi.md").read_text().split())
+    for backend, text in (("cuda", skill_prompt("cuda")), ("cpu", skill_prompt("cpu")), ("cuda", abi)):
+        flat = " ".join(text.split())
+        pointers = re.findall(r"`([^`]+)`", flat.split("with T one of ", 1)[1].split(";", 1)[0])
+        scalars = re.findall(r"`([^`]+)`", flat.split("; scalars ", 1)[1].split(".", 1)[0])
+        half = {"__half", "__nv_bfloat16"}
+        assert set(pointers) == set(POINTEE_DTYPES) - (half if backend == "cpu" else set()), (backend, pointers)
+        assert len(pointers) == len(set(pointers))
+        assert sorted(scalars) == sorted(SCALAR_KINDS), (backend, scalars)
+
+
+def test_skill_md_library_examples_exist() -> None:
+    assert sorted(skill_examples()) == ["conv3x3", "linear_relu"]
+
+
+@needs_real("cublas", "cudnn")
+def test_skill_md_library_examples_build(tmp_path: Path) -> None:
+    for name, code in skill_examples().items():
+        result = build(write(tmp_path / name / "kernels", {f"{name}.cu": code}), cuda_config(tmp_path, None))
+        assert result.ok, (name, result.errors)
+        assert result.warnings == "", (name, result.warnings)
+        assert result.libraries, name
+
+
 @pytest.mark.gpu
 @needs_real("cublas")
-def test_gpu_cublas_linear_relu(tmp_path: Path) -> None:
-    _bind_cuda(build(write(tmp_path / "ws" / "kernels", {"g.cu": SGEMM_CU}), cuda_config(tmp_path, None)))
+def test_gpu_skill_cublas_example(tmp_path: Path) -> None:
+    code = skill_examples()["linear_relu"]
+    _bind_cuda(build(write(tmp_path / "ws" / "kernels", {"g.cu": code}), cuda_config(tmp_path, None)))
     torch.manual_seed(0)
     x, w, b = (torch.randn(s, device="cuda") for s in ((300, 257), (129, 257), (129,)))
     y = torch.empty(300, 129, device="cuda")
-    kagent_ext.ops.linear_relu(x, w, b, y, 300, 129, 257, 0)
-    ref = torch.relu(x.double() @ w.double().t() + b.double()).float()
-    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
-    kagent_ext.ops.linear_relu(x, w, None, y, 300, 129, 257, 0)  # optional bias
+    kagent_ext.ops.linear_relu(x, w, b, y, 300, 129, 257)
+    torch.testing.assert_close(y, torch.relu(x.double() @ w.double().t() + b.double()).float(), rtol=1e-5, atol=1e-5)
+    kagent_ext.ops.linear_relu(x, w, None, y, 300, 129, 257)  # optional bias
     torch.testing.assert_close(y, torch.relu(x.double() @ w.double().t()).float(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@needs_real("cudnn")
+def test_gpu_skill_cudnn_example(tmp_path: Path) -> None:
+    code = skill_examples()["conv3x3"]
+    _bind_cuda(build(write(tmp_path / "ws" / "kernels", {"c.cu": code}), cuda_config(tmp_path, None)))
+    torch.manual_seed(0)
+    x, w = torch.randn(3, 5, 17, 19, device="cuda"), torch.randn(7, 5, 3, 3, device="cuda")
+    y = torch.empty(3, 7, 17, 19, device="cuda")
+    kagent_ext.ops.conv3x3(x, w, y, 3, 5, 17, 19, 7)
+    ref = torch.nn.functional.conv2d(x.double(), w.double(), padding=1).float()
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
 
 
 # ----------------------------------------------------------------------------- TF32 on an fp32 problem
