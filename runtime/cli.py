@@ -20,18 +20,14 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import anyio
 import msgspec
 
-from skills.baselines import JsonBaselineCache
-from skills.evaluate import EvalConfig, evaluate
-from skills.ext_cache import default_dir as ext_cache_dir
-from skills.harness.protocol import TimingConfig
-from skills.report import format_result
-from skills.results import EvalResult, Mode
-from skills.sandbox import SandboxConfig
+if TYPE_CHECKING:  # the evaluator is imported by `kagent eval` alone: `--help` and the rest start fast
+    from skills.evaluate import EvalConfig
+    from skills.results import EvalResult, Mode
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +44,8 @@ def _eval_args(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("eval", help="grade a kernel solution without any LLM")
     p.add_argument("problem", type=Path, help="problem file in KernelBench format")
     p.add_argument("solution", type=Path, help="workspace dir (model_new.py + kernels/) or a single model_new.py")
-    p.add_argument("--backend", choices=["cuda", "cpu"], default="cuda", help="where kernels build and run (default cuda)")
+    p.add_argument("--backend", choices=["cuda", "cpu"], default=None,
+                   help="where kernels build and run (default: cuda where torch sees a GPU, else cpu)")
     p.add_argument("--mode", choices=["final", "profile", "test"], default="final",
                    help="test: correctness only; profile: + timing; final: + reward (default)")
     p.add_argument("--sizes", choices=["default", "small"], default=None,
@@ -93,12 +90,21 @@ def run_eval(args: argparse.Namespace) -> int:
     if not args.solution.exists():
         _err(f"solution {args.solution} does not exist")
         return 2
+    backend = eval_backend(args.backend)
+    if backend is None:
+        return 2
+    from skills.evaluate import EvalConfig
+    from skills.ext_cache import default_dir as ext_cache_dir
+    from skills.harness.protocol import TimingConfig
+    from skills.report import format_result
+    from skills.sandbox import SandboxConfig
+
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
     if bad := [b for b in baselines if b not in ("eager", "compile")]:
         _err(f"unknown baseline(s) {', '.join(bad)}; valid: eager, compile")
         return 2
     config = EvalConfig(
-        backend=args.backend, sizes=args.sizes, reward_fn=args.reward, gpu=args.gpu,
+        backend=backend, sizes=args.sizes, reward_fn=args.reward, gpu=args.gpu,
         baselines=cast(list[Literal["eager", "compile"]], baselines),
         timing=TimingConfig(target_seconds=args.target_seconds),
         extension_cache_dir=str(ext_cache_dir()),  # load_inline builds that passed, reused by the same code
@@ -120,25 +126,39 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0 if result.correct and not result.flags else 1
 
 
+def eval_backend(asked: str | None) -> Literal["cuda", "cpu"] | None:
+    """The backend to grade on: cuda where torch sees a GPU, else cpu with a note; None (after
+    one line) when cuda was asked for and there is none."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cpu" if asked == "cpu" else "cuda"
+    if asked == "cuda":
+        _err(f"--backend cuda needs a CUDA GPU, and torch sees none here (torch {torch.__version__},"
+             f" CUDA {torch.version.cuda or 'not compiled in'}); grade on this machine with --backend cpu")
+        return None
+    if asked is None:
+        _err("note: no CUDA GPU here, so the cpu backend grades it (C++ kernels, small sizes);"
+             " --backend cpu says so without this note")
+    return "cpu"
+
+
 async def _evaluate(problem: Path, workspace: Path, mode: Mode, config: EvalConfig) -> EvalResult:
+    from skills.baselines import JsonBaselineCache
+    from skills.evaluate import evaluate
+
     return await evaluate(problem, workspace, mode=mode, config=config, baseline_cache=JsonBaselineCache())
 
 
 def run_problems(args: argparse.Namespace) -> int:
-    from skills.problem import iter_problems, read_manifest
+    # torch-free (skills.problem imports torch): the command must start in well under a second
+    from runtime.problem_list import table
 
-    manifest = args.root / "manifest.jsonl"
-    rows = {r.name: r for r in read_manifest(manifest)} if manifest.is_file() else {}
-    _out(f"{'name':<40} {'level':>5} {'precision':>9} {'est H200 us':>11}  ops")
-    for path in iter_problems(args.root):
-        name = f"{path.parent.name}/{path.stem}"
-        row = rows.get(name)
-        if args.level is not None and (row is None or row.level != args.level):
-            continue
-        if row is None:
-            _out(f"{name:<40} {'?':>5} {'?':>9} {'?':>11}  (not in manifest)")
-            continue
-        _out(f"{name:<40} {row.level!s:>5} {row.precision:>9} {row.est_h200_us:>11.0f}  {','.join(row.ops)[:60]}")
+    if not args.root.is_dir():
+        _err(f"problems folder {args.root} does not exist")
+        return 2
+    for line in table(args.root, args.level):
+        _out(line)
     return 0
 
 
