@@ -71,6 +71,8 @@ class Job(msgspec.Struct, frozen=True, kw_only=True):
 
 
 OnRow = Callable[[BenchRow], Awaitable[None]]
+Grade = Callable[[Job], Awaitable[BenchRow]]
+"""Grades one job (a solution's evaluation, or an episode)."""
 
 
 class Results:
@@ -203,7 +205,7 @@ def reference_model_jobs(jobs: list[Job], folder: Path) -> list[Job]:
     return out
 
 
-async def run_jobs(jobs: list[Job], *, grade: Callable[[Job], Awaitable[BenchRow]], results: Results,
+async def run_jobs(jobs: list[Job], *, grade: Grade, results: Results,
                    on_row: OnRow, limit: int) -> None:
     """Every job at once under `limit` (the slots and the compile pool queue them further)."""
     limiter = anyio.CapacityLimiter(max(1, limit))

@@ -1,8 +1,9 @@
 """The `kagent bench` command line (wired in runtime/cli.py; the run itself is runtime/bench.py).
 
-    kagent bench PROBLEMS... (--solutions DIR | --reference | --reference-model | --policy-url URL)
-                 --out DIR [--backend cuda|cpu] [--attempts K] [--model NAME] [--gpus 0,1,..]
-                 [--compile-jobs N] [--retry-faults] [--config FILE] [--set KEY=VALUE ...]
+    kagent bench PROBLEMS... (--solutions DIR | --reference | --reference-model | --policy-url URL
+                              | --daemon URL) --out DIR [--backend cuda|cpu] [--attempts K]
+                 [--model NAME] [--gpus 0,1,..] [--compile-jobs N] [--retry-faults]
+                 [--config FILE] [--set KEY=VALUE ...]
     kagent bench compare A B [--resamples N]
 
 Evaluation settings are kagentd's (`scheduler.eval.*`, `scheduler.limits.*`, `policy.*` of its
@@ -16,15 +17,16 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 import anyio
 import msgspec
 
 from runtime.bench import (
+    Grade,
     Grader,
     Job,
     Results,
@@ -36,6 +38,7 @@ from runtime.bench import (
 from runtime.bench_rows import (
     BenchFile,
     BenchRow,
+    BenchRun,
     BenchSession,
     SourceKind,
     read_results,
@@ -46,6 +49,7 @@ from runtime.bench_sources import BenchProblem, collect_problems, find_solutions
 from runtime.config import Config, ConfigError, default_config_path, load_config
 from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots
+from skills.baselines import BaselineCache
 from skills.evaluate import EvalConfig
 from skills.sandbox import SandboxConfig
 
@@ -64,17 +68,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("problems", nargs="+", help="problem files or folders (levelN/ or a root of levelN/); "
                    "`compare A B` compares two --out folders")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--solutions", type=Path, default=None, help="grade this solution folder (no LLM)")
+    src.add_argument("--solutions", type=Path, default=None, metavar="DIR", help="grade this solution folder (no LLM)")
     src.add_argument("--reference", action="store_true", help="grade the bundled reference solutions")
     src.add_argument("--reference-model", action="store_true",
                      help="grade each problem's own Model as its ModelNew (a check of the harness: speedup ~1)")
-    src.add_argument("--policy-url", default=None, help="run agent episodes against this OpenAI-compatible /v1 URL")
+    src.add_argument("--policy-url", default=None, metavar="URL", help="run agent episodes against this OpenAI-compatible /v1 URL")
     p.add_argument("--daemon", default=None, metavar="URL",
                    help="run the episodes in the kagentd at URL (its policy and settings) instead of in process")
     p.add_argument("--api-key", default=None, help="--daemon's bearer key (default: $KAGENT_API_KEY, else http.api_key)")
     p.add_argument("--model", default=None, help="model name to request (default: policy.model of the config)")
-    p.add_argument("--attempts", type=int, default=1, help="attempts per problem, K (default 1)")
-    p.add_argument("--out", type=Path, default=None, help="results folder (resumed when it holds results)")
+    p.add_argument("--attempts", type=int, default=1, metavar="K", help="attempts per problem, K (default 1)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR", help="results folder (resumed when it holds results)")
     p.add_argument("--backend", choices=["cuda", "cpu"], default=None, help="default: scheduler.backend")
     p.add_argument("--gpus", default=None, help="comma list of GPUs, one slot each (default: every visible GPU)")
     p.add_argument("--compile-jobs", type=int, default=None,
@@ -180,12 +184,7 @@ def _run(args: argparse.Namespace) -> int:
     if not jobs:
         raise UsageError(f"nothing to grade: no {sched.backend} reference solution for these problems"
                          if source == "reference" else "nothing to grade")
-    header = run_header(source=source, backend=sched.backend,
-                        solutions=str(args.solutions.resolve()) if args.solutions else None,
-                        policy_url=_policy_label(args, config) if source == "policy" else None,
-                        model=(args.model or "kagent" if args.daemon else config.policy.model) if source == "policy"
-                        else None, attempts=args.attempts,
-                        command=_command(args))
+    header = _header(args, config, source)
     old = read_results(args.out)
     if old is not None and (why := same_run(old.run, header)):
         raise UsageError(f"{args.out} holds results of another run ({why}); use another --out")
@@ -236,20 +235,18 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
             await run_jobs(jobs, grade=grade, results=results, on_row=bar.row, limit=limit)
 
 
-def _tmpdir() -> Any:
-    import tempfile
-
+def _tmpdir() -> tempfile.TemporaryDirectory[str]:
     return tempfile.TemporaryDirectory(prefix="kagent-bench-ref-")
 
 
-def _baseline_cache() -> Any:
+def _baseline_cache() -> BaselineCache:
     from skills.baselines import JsonBaselineCache
 
     return JsonBaselineCache()
 
 
 async def _episodes(stack: AsyncExitStack, args: argparse.Namespace, config: Config, slots: EvalSlots,
-                    compile_limiter: anyio.CapacityLimiter) -> Any:
+                    compile_limiter: anyio.CapacityLimiter) -> Grade:
     from runtime.bench_policy import EpisodeRunner
     from runtime.policy import make_policy
     from runtime.store import Store
@@ -266,7 +263,7 @@ async def _episodes(stack: AsyncExitStack, args: argparse.Namespace, config: Con
     return runner.grade
 
 
-async def _daemon(stack: AsyncExitStack, args: argparse.Namespace, config: Config) -> Any:
+async def _daemon(stack: AsyncExitStack, args: argparse.Namespace, config: Config) -> Grade:
     from runtime.bench_daemon import DaemonRunner
 
     key = args.api_key or os.environ.get("KAGENT_API_KEY") or config.http.api_key
@@ -289,6 +286,15 @@ def summary(row: BenchRow) -> str:
         what = f"failed ({', '.join(row.flags) or row.error or 'incorrect'})"[:160]
     episode = f", episode {row.episode_id} ({row.episode_status}, {row.turns} turns)" if row.episode_id else ""
     return f"{row.problem} #{row.attempt}: {what}{episode} [{row.seconds:.1f} s]"
+
+
+def _header(args: argparse.Namespace, config: Config, source: SourceKind) -> BenchRun:
+    policy = source == "policy"
+    model = (args.model or "kagent") if args.daemon else config.policy.model
+    return run_header(source=source, backend=config.scheduler.backend,
+                      solutions=str(args.solutions.resolve()) if args.solutions else None,
+                      policy_url=_policy_label(args, config) if policy else None, model=model if policy else None,
+                      attempts=args.attempts, command=_command(args))
 
 
 def _policy_label(args: argparse.Namespace, config: Config) -> str:
