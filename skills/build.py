@@ -30,7 +30,15 @@ import msgspec
 
 from skills.affinity import confine_build
 from skills.atomic import write_atomic
-from skills.libraries import SPECS, FoundLibrary, LibraryName, link_flags, locate, wanted
+from skills.libraries import (
+    SPECS,
+    FoundLibrary,
+    LibraryName,
+    header_view,
+    link_flags,
+    locate,
+    wanted,
+)
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 KAGENT_H = HARNESS_DIR / "kagent.h"
@@ -439,7 +447,13 @@ def library_compile_flags(config: BuildConfig) -> list[str]:
     roots = tuple(config.library_roots if config.library_roots is not None else sys.path)
     found = [lib for lib in _located(roots, toolkit).values() if isinstance(lib, FoundLibrary)]
     relaxed = ["--expt-relaxed-constexpr"] if any(lib.name == "cutlass" for lib in found) else []
-    return relaxed + [f"-I{d}" for lib in found for d in lib.include_dirs]
+    return relaxed + [f"-I{d}" for d in _include_dirs(found, config)]
+
+
+def _include_dirs(libraries: list[FoundLibrary], config: BuildConfig) -> list[str]:
+    """The include folders of the libraries as the compilers see them (skills/libraries.py
+    header_view: a wheel's shared include folder is reduced to the library's own headers)."""
+    return [d for lib in libraries for d in header_view(lib, Path(config.cache_dir) / "include")]
 
 
 # --------------------------------------------------------------------------- tools
@@ -553,7 +567,7 @@ def _compile_cmd(config: BuildConfig, src: str, include_kernels: bool = True,
     """The compiler command for `src` (relative to the snapshot), without `-o`."""
     libs = libraries or []
     includes = ([f"-I{HARNESS_DIR}"] + (["-Ikernels"] if include_kernels else [])
-                + [f"-I{d}" for lib in libs for d in lib.include_dirs])
+                + [f"-I{d}" for d in _include_dirs(libs, config)])
     if src.endswith(".cu"):
         # CuTe's constexpr helpers are called from device code; CUTLASS builds with this flag.
         cutlass = ["--expt-relaxed-constexpr"] if any(lib.name == "cutlass" for lib in libs) else []

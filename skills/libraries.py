@@ -17,7 +17,10 @@ This module reads files only; it imports neither torch nor the compilers.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -42,6 +45,11 @@ class LibrarySpec(msgspec.Struct, frozen=True, kw_only=True):
     """Folders under a sys.path entry that hold include/ and lib/ of the wheel."""
     wheel_include: str
     """The include folder inside a wheel folder ("include", or the path of a header-only wheel)."""
+    own_headers: str | None
+    """Glob of the library's own files in a wheel's include folder, which other wheels share
+    (nvidia/cu13/include also holds nvidia-cuda-runtime's cuda_runtime.h, ...): only these are put
+    on the include path (header_view), so the toolkit's own headers are never shadowed. None: the
+    folder holds the library alone."""
     wheel: str
     """The pip package that provides it (named in the not-found message)."""
     links: tuple[str, ...]
@@ -58,25 +66,25 @@ SPECS: dict[LibraryName, LibrarySpec] = {
     "cublas": LibrarySpec(
         name="cublas", title="cuBLAS", include=re.compile(r"cublas(_v2|_api)?\.h"), probe="cublas_v2.h",
         wheel_dirs=("nvidia/cu13", "nvidia/cublas"), wheel_include="include", wheel="nvidia-cublas",
-        links=("cublasLt", "cublas"), in_toolkit=True, version_file="cublas_api.h",
+        own_headers="cublas*.h", links=("cublasLt", "cublas"), in_toolkit=True, version_file="cublas_api.h",
         version_macros=("CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR", "CUBLAS_VER_PATCH"),
     ),
     "cublasLt": LibrarySpec(
         name="cublasLt", title="cuBLASLt", include=re.compile(r"cublasLt\.h"), probe="cublasLt.h",
         wheel_dirs=("nvidia/cu13", "nvidia/cublas"), wheel_include="include", wheel="nvidia-cublas",
-        links=("cublasLt",), in_toolkit=True, version_file="cublas_api.h",
+        own_headers="cublas*.h", links=("cublasLt",), in_toolkit=True, version_file="cublas_api.h",
         version_macros=("CUBLAS_VER_MAJOR", "CUBLAS_VER_MINOR", "CUBLAS_VER_PATCH"),
     ),
     "cudnn": LibrarySpec(
         name="cudnn", title="cuDNN", include=re.compile(r"cudnn(_\w+)?\.h"), probe="cudnn.h",
         wheel_dirs=("nvidia/cudnn",), wheel_include="include", wheel="nvidia-cudnn-cu13",
-        links=("cudnn",), in_toolkit=False, version_file="cudnn_version.h",
+        own_headers="cudnn*.h", links=("cudnn",), in_toolkit=False, version_file="cudnn_version.h",
         version_macros=("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"),
     ),
     "cutlass": LibrarySpec(
         name="cutlass", title="CUTLASS/CuTe", include=re.compile(r"(cutlass|cute)/[\w./]+"),
         probe="cutlass/cutlass.h", wheel_dirs=("cutlass_library",), wheel_include="source/include",
-        wheel="nvidia-cutlass", links=(), in_toolkit=False, version_file="cutlass/version.h",
+        wheel="nvidia-cutlass", own_headers=None, links=(), in_toolkit=False, version_file="cutlass/version.h",
         version_macros=("CUTLASS_MAJOR", "CUTLASS_MINOR", "CUTLASS_PATCH"),
     ),
 }
@@ -207,6 +215,29 @@ def _version(header: Path, macros: tuple[str, str, str]) -> str:
             return ""
         values.append(m.group(1))
     return ".".join(values)
+
+
+def header_view(lib: FoundLibrary, root: Path) -> list[str]:
+    """The folders to put on the include path for `lib`: for a wheel whose include folder other
+    wheels share, a folder under `root` holding links to the library's own headers alone (made
+    once per fingerprint, atomically); else the library's include folders."""
+    spec = SPECS[lib.name]
+    if lib.origin != "wheel" or spec.own_headers is None:
+        return lib.include_dirs
+    source = Path(lib.include_dirs[0])
+    digest = hashlib.sha256(f"{lib.fingerprint}\0{spec.own_headers}".encode()).hexdigest()[:24]
+    view = root / f"{lib.name}-{digest}"
+    if not view.is_dir():
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=root, prefix=".view-"))
+        tmp.chmod(0o755)  # mkdtemp's 0700 would hide it from another user sharing the cache
+        for header in sorted(source.glob(spec.own_headers)):
+            (tmp / header.name).symlink_to(header)
+        try:
+            tmp.rename(view)
+        except OSError:  # another build made it first: theirs is the same
+            shutil.rmtree(tmp, ignore_errors=True)
+    return [str(view), *lib.include_dirs[1:]]
 
 
 def link_flags(found: list[FoundLibrary]) -> list[str]:

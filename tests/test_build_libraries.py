@@ -70,7 +70,7 @@ def write(kdir: Path, files: dict[str, str]) -> Path:
 
 def fake_cublas(site: Path, minor: int = 10) -> Path:
     """A stand-in nvidia-cublas wheel under `site`: cublas_v2.h / cublas_api.h with the version
-    macros and libcublas.so.13 + libcublasLt.so.13 (sonames as the wheel's) exporting
+    macros, a cuda_runtime.h that must not be used, and libcublas.so.13 + libcublasLt.so.13 (sonames as the wheel's) exporting
     `fakeblas_answer()`, which returns 40 + minor."""
     inc, lib = site / "nvidia" / "cu13" / "include", site / "nvidia" / "cu13" / "lib"
     inc.mkdir(parents=True, exist_ok=True)
@@ -79,6 +79,9 @@ def fake_cublas(site: Path, minor: int = 10) -> Path:
         f"#pragma once\n#define CUBLAS_VER_MAJOR 13\n#define CUBLAS_VER_MINOR {minor}\n"
         "#define CUBLAS_VER_PATCH 0\nextern \"C\" int fakeblas_answer(void);\n")
     (inc / "cublas_v2.h").write_text('#pragma once\n#include "cublas_api.h"\n')
+    # Other nvidia-* wheels share this folder (nvidia-cuda-runtime's cuda_runtime.h, ...): the build
+    # must keep using the toolkit's own headers.
+    (inc / "cuda_runtime.h").write_text('#error "the wheel folder shadowed the toolkit\'s cuda_runtime.h"\n')
     (inc / "cublasLt.h").write_text('#pragma once\n#include "cublas_api.h"\n')
     for soname, body in (("libcublasLt.so.13", "int fakeblas_lt(void) { return 1; }"),
                          ("libcublas.so.13", f"int fakeblas_answer(void) {{ return {40 + minor}; }}")):
@@ -214,7 +217,12 @@ def test_ptx_command_sees_the_libraries(tmp_path: Path) -> None:
     compile there too, or its precision evidence would be 'unchecked'."""
     site = fake_cublas(tmp_path / "site")
     cmd = ptx_command(cuda_config(tmp_path, [str(site)]), "kernels/gemm.cu")
-    assert f"-I{site}/nvidia/cu13/include" in cmd and cmd[-2:] == ["-ptx", "kernels/gemm.cu"]
+    assert cmd[-2:] == ["-ptx", "kernels/gemm.cu"]
+    views = [Path(a[2:]) for a in cmd if a.startswith("-I") and (Path(a[2:]) / "cublas_v2.h").exists()]
+    assert len(views) == 2  # cuBLAS and cuBLASLt, found in the same wheel
+    for view in views:
+        assert (view / "cublas_v2.h").resolve() == site / "nvidia/cu13/include/cublas_v2.h"
+        assert not (view / "cuda_runtime.h").exists()  # the library's own headers only
     write(tmp_path / "ws" / "kernels", {"gemm.cu": GEMM_CU})
     proc = subprocess.run([*cmd, "-o", "g.ptx"], cwd=tmp_path / "ws", capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
