@@ -149,3 +149,33 @@ def test_eval_picks_cpu_on_a_machine_without_cuda(tmp_path: Path) -> None:
     assert "kagent: note: no CUDA GPU here, so the cpu backend grades it" in default.stderr, default.stderr
     no_traceback(default)
     assert default.returncode == 0, (default.stdout + default.stderr, time.monotonic() - began)
+
+
+def test_the_readme_demo_cleans_up_when_a_step_fails(tmp_path: Path) -> None:
+    """README's demo block, its set-up left out, on a free port, with a solve that fails: neither
+    kagentd nor the scripted server is left running."""
+    from runtime.daemon import free_port
+
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Two commands", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    assert block.startswith("bash scripts/setup.sh && . .venv/bin/activate && (")
+    port = free_port()
+    script = (block.replace("bash scripts/setup.sh && . .venv/bin/activate && ", "", 1)
+              .replace("--port 8000", f"--port {port}")
+              .replace("kagentd start --set scheduler.backend=cpu",
+                       f"kagentd start --set scheduler.backend=cpu --set policy.base_url=http://127.0.0.1:{port}/v1"
+                       " --set http.port=0 --set scheduler.warm_workers=false")
+              .replace("problems/level1/01_relu.py", str(tmp_path / "missing.py")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAGENT_")}
+    (tmp_path / "run").mkdir(mode=0o700)
+    env |= {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"), "PYTHONPATH": str(ROOT),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0 and "cannot read" in done.stderr, done.stdout + done.stderr
+    assert "kagentd (pid" in done.stdout and "stopped in" in done.stdout, done.stdout + done.stderr
+    assert not (tmp_path / "run" / "kagent" / "kagentd.pid").exists()
+    import httpx
+
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5)
