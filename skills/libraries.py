@@ -241,19 +241,21 @@ def header_view(lib: FoundLibrary, root: Path) -> list[str]:
 
 
 def link_flags(found: list[FoundLibrary]) -> list[str]:
-    """nvcc flags that link every library of `found` (-L, -l:FILE, and an rpath so the library
-    loads from where it was found even outside torch's process)."""
-    # --no-as-needed keeps libcublasLt a direct dependency, so it loads through this rpath too:
-    # libcublas needs it and has no rpath of its own.
+    """nvcc flags that link every library of `found`: each file by its full path (no -L: a wheel's
+    lib folder also holds nvidia-cuda-runtime's libcudart_static.a, which must not replace the
+    toolkit's), kept as a dependency (--no-as-needed: libcublas needs libcublasLt and has no rpath
+    of its own), with an rpath so it loads from where it was found even outside torch's process."""
     flags: list[str] = ["-Xlinker", "--no-as-needed"] if any(lib.libs for lib in found) else []
     seen: set[str] = set()
     for lib in found:
         if lib.lib_dir is None:
             continue
-        files = [f for f in lib.libs if f"{lib.lib_dir}/{f}" not in seen]  # cuBLAS and cuBLASLt share one
-        seen.update(f"{lib.lib_dir}/{f}" for f in files)
+        files = [f"{lib.lib_dir}/{f}" for f in lib.libs if f"{lib.lib_dir}/{f}" not in seen]
+        seen.update(files)  # cuBLAS and cuBLASLt share libcublasLt
+        for file in files:
+            flags += ["-Xlinker", file]
         if files:
-            flags += [f"-L{lib.lib_dir}", *[f"-l:{f}" for f in files], "-Xlinker", f"-rpath={lib.lib_dir}"]
+            flags += ["-Xlinker", f"-rpath={lib.lib_dir}"]
     return flags
 
 

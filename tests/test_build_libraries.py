@@ -135,10 +135,11 @@ def test_locate_a_wheel_before_the_toolkit(tmp_path: Path) -> None:
     assert got.include_dirs == [str(site / "nvidia/cu13/include")]
     lt = locate("cublasLt", [str(site)], None)
     assert isinstance(lt, FoundLibrary) and lt.libs == ["libcublasLt.so.13"]
-    # cuBLAS and cuBLASLt together link libcublasLt once, before libcublas, with an rpath.
+    # cuBLAS and cuBLASLt together link libcublasLt once, before libcublas, by path (no -L: the
+    # folder also holds nvidia-cuda-runtime's libcudart_static.a), with an rpath.
     lib = str(site / "nvidia/cu13/lib")
-    assert link_flags([got, lt]) == ["-Xlinker", "--no-as-needed", f"-L{lib}", "-l:libcublasLt.so.13",
-                                     "-l:libcublas.so.13", "-Xlinker", f"-rpath={lib}"]
+    assert link_flags([got, lt]) == ["-Xlinker", "--no-as-needed", "-Xlinker", f"{lib}/libcublasLt.so.13",
+                                     "-Xlinker", f"{lib}/libcublas.so.13", "-Xlinker", f"-rpath={lib}"]
 
 
 def test_locate_says_where_it_looked(tmp_path: Path) -> None:
