@@ -129,12 +129,18 @@ class Grader:
         """Jobs graded by their build-ahead evaluation (they failed to build or were wrong)."""
         self.prebuild_seconds: dict[tuple[str, int], float] = {}
 
+    def inline_jobs(self, jobs: list[Job]) -> list[Job]:
+        """The jobs the build ahead is for (none without an extension cache to keep builds in)."""
+        if self.config.extension_cache_dir is None:
+            return []
+        return [j for j in jobs if j.solution is not None and builds_inline(Path(j.solution))]
+
     async def prebuild(self, jobs: list[Job], on_build: Callable[[Job], Awaitable[None]]) -> float | None:
         """Correctness-only evaluations of the load_inline jobs, `compile_jobs` at a time, spread over
         the slots' devices; each that passes leaves its build in the extension cache, each that
         fails (not a fault) is kept as the job's grade. Returns the seconds it took (None: nothing to build)."""
-        inline = [j for j in jobs if j.solution is not None and builds_inline(Path(j.solution))]
-        if not inline or self.config.extension_cache_dir is None:
+        inline = self.inline_jobs(jobs)
+        if not inline:
             return None
         began = time.monotonic()
         limiter = anyio.CapacityLimiter(self.compile_jobs)

@@ -229,6 +229,7 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
                                 compile_jobs=args.compile_jobs or max(1, (os.cpu_count() or 2) // 2))
                 if source == "reference_model":
                     jobs = reference_model_jobs(jobs, Path(stack.enter_context(_tmpdir())))
+                bar.builds(len(grader.inline_jobs(jobs)))
                 session.prebuild_seconds = await grader.prebuild(jobs, bar.built)
                 grade, limit = grader.grade, len(jobs)
             await warm_pools(stack, slots, cfg, sched.warm_workers and bool(jobs) and not args.daemon)

@@ -30,10 +30,14 @@ class Bar:
         self.passed = 0
         self.faults = 0
 
+    def builds(self, total: int) -> None:
+        """`total` load_inline solutions are about to be built ahead."""
+        if total:
+            self.build_task = self.progress.add_task("load_inline built ahead", total=total, passed="-", faults="-")
+
     async def built(self, _job: object) -> None:
-        if self.build_task is None:
-            self.build_task = self.progress.add_task("load_inline builds", total=None, passed="", faults="")
-        self.progress.advance(self.build_task)
+        if self.build_task is not None:
+            self.progress.advance(self.build_task)
 
     async def row(self, row: BenchRow) -> None:
         from runtime.bench_cli import summary

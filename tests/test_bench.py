@@ -116,6 +116,15 @@ def test_a_rerun_keeps_every_row_and_grades_only_what_is_new(graded: Path, solut
     after = _rows(graded)
     assert {k: after[k] for k in before} == before  # same rows, same seconds: nothing was graded again
     assert after["level1/05_reverse_cumsum"]["missing"]
+    bench = read_results(graded)
+    assert bench is not None and [s.jobs for s in bench.run.sessions] == [4, 1]
+    # --retry-faults grades the fault row again, and only it.
+    assert main(["bench", str(problems), str(extra), "--solutions", str(sol), "--out", str(graded), "--retry-faults",
+                 *QUICK]) == 0
+    bench = read_results(graded)
+    assert bench is not None and [s.jobs for s in bench.run.sessions] == [4, 1, 1]
+    assert {k: v for k, v in _rows(graded).items() if k != "level1/99_huge_relu"} == \
+        {k: v for k, v in after.items() if k != "level1/99_huge_relu"}
     # Another source cannot be resumed into the same folder.
     assert main(["bench", str(problems), "--reference", "--out", str(graded), *QUICK]) == 2
 
