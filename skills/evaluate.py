@@ -1,17 +1,20 @@
 """The evaluator (trusted parent): build, then judge + candidate workers, then statistics and reward.
 
     build kernels/ (content-hash cache)
-    start judge and candidate workers at once (each a fresh process, own process group)
+    start judge and candidate workers at once (each a fresh process, own process group), joined
+    by a socket pair (the link) the parent made
       judge: input sets from seeds derived from a secret seed, reference outputs; weights -> exchange dir
-      candidate: bind kernels, import model_new.py
-    candidate draws the same input sets from their seeds (checksums from the judge), runs them
-      -> raw output files -> judge compares (per output, per set)
-    [profile/final] candidate timing loop (judge idle; GPU exclusive) -> raw samples + spot values
+      candidate: bind kernels, import model_new.py, build ModelNew from the weights
+    judge drives the candidate over the link: each call's inputs written into shared memory (the
+      arena) just before the call, the outputs read back from it and compared whole
+      correctness: every set once; [profile/final] a timed loop with canaries at secret places and
+      a secret subset of calls checked (skills/harness/driver.py)
     [profile/final] baselines from the cache, else timed by the judge
-    parent: spot checks, intervals, speedups, flags, reward
+    parent: the clock checks on the kernel-stamped marks, intervals, speedups, flags, reward
 
-Reference outputs, tolerances and statistics never exist in the candidate's process. Any crash,
-hang or timeout of a worker ends this one evaluation with a structured failure.
+Input sets, reference outputs, tolerances, check positions and statistics never exist in the
+candidate's process. Any crash, hang or timeout of a worker ends this one evaluation with a
+structured failure.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-import random
 import secrets
 import shutil
+import socket
 import statistics
 import sys
 import tempfile
@@ -29,7 +32,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Literal, cast, get_args
+from typing import Literal, TypeVar, cast, get_args
 
 import anyio
 import msgspec
@@ -73,6 +76,7 @@ from skills.static_check import check_workspace
 from skills.stats import coefficient_of_variation, median_interval
 from skills.workers import Worker, WorkerFailed
 
+T = TypeVar("T")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 STAGES = set(get_args(Stage))
 
@@ -91,8 +95,9 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     shape_check: bool = True
     """One more correctness set at other sizes (the problem's SMALL_SIZES on the GPU, its
     CHECK_SIZES at small sizes): a kernel that hard-codes the timed shape fails it (EXPLOITS row 14)."""
-    samples_per_output: int = 64
-    """Elements per output checked on every timed call."""
+    checked_fraction: float = 0.125
+    """Share of timed calls (at least 8, and every canary call) whose whole outputs the judge reads
+    and compares; which ones is secret."""
     timing: P.TimingConfig = msgspec.field(default_factory=P.TimingConfig)
     """The timing loop (candidate and baselines alike)."""
     baselines: list[Literal["eager", "compile"]] = msgspec.field(default_factory=lambda: ["eager", "compile"])
@@ -323,6 +328,10 @@ def worker_env(config: EvalConfig, scratch: Path) -> dict[str, str]:
         env["CUDA_VISIBLE_DEVICES"] = config.gpu
     if config.backend == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
+        # OpenMP workers sleep once a parallel region ends, in both workers alike: the judge and the
+        # candidate take turns on the cores, and workers spinning in one took the cores the other
+        # needed (a 336 us relu read 13.5 ms on a loaded 2-core box).
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
 
 
@@ -424,9 +433,14 @@ async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
     cores = timing_cpus(cfg.gpu) if cfg.backend == "cuda" and cfg.pin_cpus else None
     if cores is not None:
         cand_env["KAGENT_CPUS"], env["KAGENT_CPUS"] = str(cores[0]), str(cores[1])
-    judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce)
-    cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
-                              log_chars=cfg.log_chars, run_as=scratch.run_as, marks=cfg.clock_marks)
+    judge_end, cand_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        judge = await Worker.start("judge", [cfg.python, "-m", "skills.harness.judge"], env, nonce, link=judge_end)
+        cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
+                                  log_chars=cfg.log_chars, run_as=scratch.run_as, marks=cfg.clock_marks, link=cand_end)
+    finally:  # each worker has its end now: a dead worker then reads as a closed link to the other
+        judge_end.close()
+        cand_end.close()
     slot = Slot(scratch, judge, cand, nonce)
     if preinit:
         await slot.preinit()
@@ -437,6 +451,8 @@ def candidate_env(cfg: EvalConfig, env: dict[str, str]) -> dict[str, str]:
     """The allowlisted environment, the rlimits, the sandbox's sized private /tmp as TMPDIR, and
     its private torch extensions folder where the sandbox shows it (one path for all evaluations)."""
     out = clean_env(env) | {"KAGENT_RLIMITS": rlimits_spec(cfg.sandbox, cfg.backend)}
+    if "OMP_WAIT_POLICY" in env:
+        out["OMP_WAIT_POLICY"] = env["OMP_WAIT_POLICY"]
     out["NVIDIA_TF32_OVERRIDE"] = "0"  # cuBLAS/cuDNN in fp32 (workers start before the problem is known)
     if sandbox_active(cfg.sandbox):
         out["TMPDIR"] = "/tmp"
@@ -539,10 +555,8 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     evidence = await anyio.to_thread.run_sync(scan_build, built, scratch.workspace / "kernels",
                                               cfg.build or BuildConfig(backend=cfg.backend))
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device, seed=seed,
-                                  n_sets=cfg.n_sets,
-                                  # canaries are only used by the timing loop, which test mode skips
-                                  n_canaries=cfg.n_canaries * _timed_rounds(cfg, state.mode),
-                                  samples_per_output=cfg.samples_per_output, exchange_dir=str(scratch.root / "exchange"),
+                                  n_sets=cfg.n_sets, n_canaries=cfg.n_canaries if state.mode != "test" else 0,
+                                  exchange_dir=str(scratch.root / "exchange"),
                                   shape_check=cfg.shape_check, evidence=evidence))
     await cand.send(P.CandStart(
         nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,
@@ -558,19 +572,13 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
 
     t = time.perf_counter()
     state.stage = "correctness"
-    out_dir = str(scratch.root / "out")
-    await cand.send(P.CandRun(nonce=nonce, exchange_dir=str(scratch.root / "exchange"), sizes=sizes, out_dir=out_dir,
-                              set_seeds=[P.derive_seed(seed, k) for k in range(cfg.n_sets)],
-                              fingerprints=ready.fingerprints[: cfg.n_sets], shape_sizes=ready.shape_sizes,
-                              shape_seed=P.derive_seed(seed, P.SHAPE_SET_SEED), shape_fingerprint=ready.shape_fingerprint,
-                              shape_init=ready.shape_init))
-    outs = await cand.expect(P.CandOutputs, cfg.timeout_run_s, "running the input sets")
-    state.flags += outs.flags
-    await judge.send(P.CompareRequest(nonce=nonce, out_dir=out_dir, outputs=outs.outputs))
-    report = await judge.expect(P.CompareReport, cfg.timeout_run_s, "comparing outputs")
+    await cand.send(P.CandInit(nonce=nonce, exchange_dir=str(scratch.root / "exchange"), shape_init=ready.shape_init))
+    init = await cand.expect(P.CandReady, cfg.timeout_run_s, "building ModelNew")
+    await judge.send(P.CheckRequest(nonce=nonce, timing=cfg.timing, limit_s=cfg.timeout_run_s))
+    report = await _from_judge(judge, cand, P.CheckReport, cfg.timeout_run_s, "running the input sets")
     state.sets = report.sets
-    state.times.parts = {**{f"candidate {k}": v for k, v in outs.seconds.items()},
-                         **{f"judge {k}": v for k, v in report.seconds.items()}}
+    state.flags += report.flags
+    state.times.parts = {"candidate init": init.seconds, **{f"judge {k}": v for k, v in report.seconds.items()}}
     state.times.correctness = time.perf_counter() - t
     if state.mode == "test" or not all(s.ok for s in state.sets) or state.flags:
         await _baselines_for_agent(judge, cand, state, cache, nonce, device, sizes)
@@ -659,34 +667,47 @@ async def _baseline_round(judge: Worker, state: _State, nonce: str, which: list[
 
 async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.JudgeReady, seed: int,
                            nonce: str, device: str, r: int) -> tuple[TimingResult, P.Samples]:
-    """One timed loop of the candidate with round r's own canaries and their secret places, and
-    every check on it (their flags go to the state); its timing and raw samples."""
+    """One timed loop of the candidate, driven by the judge (round r's own canaries at secret places,
+    a secret subset of calls checked), and every check on it (their flags go to the state); its
+    timing and raw samples."""
     cfg = state.config
-    first = cfg.n_sets + r * cfg.n_canaries  # this round's canaries, in the judge's numbering of sets
-    rng = random.Random(seed + r)
-    fractions = [rng.uniform(0.1, 0.9) for _ in range(cfg.n_canaries)]
     async with state.quiet():
-        before = await _loop_work(judge, nonce, cfg)
-        await cand.send(P.CandTime(nonce=nonce, sample_positions=ready.sample_positions,
-                                   canary_seeds=[P.derive_seed(seed, first + c) for c in range(cfg.n_canaries)],
-                                   canary_fingerprints=ready.fingerprints[first:first + cfg.n_canaries],
-                                   timing=cfg.timing, canary_fractions=fractions,
-                                   profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0))
-        timed, marks = await cand.expect_marked(P.CandTiming, cfg.timeout_timing_s, "timing")
-        after = await _loop_work(judge, nonce, cfg)  # the machine's load may have changed meanwhile
+        before = await _yardstick(judge, cand, nonce, cfg)
+        await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, n_canaries=cfg.n_canaries,
+                                       checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
+                                       profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0))
+        timed, marks = await cand.marked(_from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
+        after = await _yardstick(judge, cand, nonce, cfg)  # the machine's load may have changed meanwhile
     for k, v in timed.seconds.items():
-        state.times.parts[f"candidate {k}"] = state.times.parts.get(f"candidate {k}", 0.0) + v
+        state.times.parts[f"judge {k}"] = state.times.parts.get(f"judge {k}", 0.0) + v
     result = _timing_result(timed.samples)
-    seen = mark_windows(marks, len(timed.samples.per_call_us)) if marks else None
+    n = len(timed.samples.per_call_us)
+    own = [(c - timed.first_seq, e, t) for c, e, t in marks or [] if timed.first_seq <= c < timed.first_seq + n]
+    seen = mark_windows(own, n) if marks is not None else None
     if seen is not None:
         result.window_us = statistics.median(seen[0])
         result.between_us = statistics.median(seen[1]) if seen[1] else None
-    flags = (timed.flags + spot_check(timed, ready, cfg.n_sets, first) + sync_check(timed.samples)
-             + floor_check(result, ready.read_bytes, cfg) + canary_time_check(timed, cfg.n_sets)
-             + order_check(timed, cfg.n_sets, fractions)
-             + clock_check(timed.samples, marks, cfg.timing.lead_us if device == "cuda" else 0.0, [before, after]))
+    flags = (timed.flags + checked_calls_flags(timed) + sync_check(timed.samples)
+             + floor_check(result, ready.read_bytes, cfg) + canary_time_check(timed)
+             + clock_check(timed, own if marks is not None else None, cfg.timing.lead_us if device == "cuda" else 0.0,
+                           [before, after]))
     state.flags += [f for f in flags if f.name not in {g.name for g in state.flags}]
     return result, timed.samples
+
+
+async def _from_judge(judge: Worker, cand: Worker, kind: type[T], limit_s: float, what: str) -> T:
+    """The judge's report on a stage it drives the candidate through. The judge words the candidate's
+    own failures (forward raised, timed out); when the candidate died, its exit says how."""
+    try:
+        return await judge.expect(kind, limit_s + 30.0, what)
+    except WorkerFailed as exc:
+        if exc.worker != "candidate":
+            raise
+        with anyio.move_on_after(2):
+            await cand.proc.wait()
+        if cand.proc.returncode is not None:
+            raise await cand.died(f"while {what}") from None
+        raise
 
 
 def _timed_rounds(cfg: EvalConfig, mode: Mode) -> int:
@@ -696,11 +717,12 @@ def _timed_rounds(cfg: EvalConfig, mode: Mode) -> int:
     return max(1, cfg.paired.max_rounds) if mode == "final" and cfg.paired.min_rounds > 0 else 1
 
 
-async def _loop_work(judge: Worker, nonce: str, cfg: EvalConfig) -> list[float]:
-    """The judge's time (us) for the timing loop's own work between calls, on its copies of the sets:
-    the trusted yardstick for the time between the candidate's timed calls (clock_check)."""
-    await judge.send(P.PrepareRequest(nonce=nonce, timing=cfg.timing))
-    return (await judge.expect(P.PrepareReport, cfg.timeout_run_s, "timing the loop's own work")).prepare_us
+async def _yardstick(judge: Worker, cand: Worker, nonce: str, cfg: EvalConfig) -> P.YardstickReport:
+    """The judge's time (us) for what the candidate's worker does around a timed call (a hop over a
+    socket; release the outputs, copy them into the arena, sync): the trusted yardstick for the
+    candidate's own time around its calls (clock_check)."""
+    await judge.send(P.YardstickRequest(nonce=nonce))
+    return await _from_judge(judge, cand, P.YardstickReport, cfg.timeout_run_s, "timing")
 
 
 async def evaluate_baselines(problem_path: str | Path, *, config: EvalConfig | None = None,
@@ -747,7 +769,6 @@ async def _judge_baselines(judge: Worker, problem: Path, scratch: Scratch, state
     await judge.send(P.Preinit())
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device,
                                   seed=secrets.randbits(62), n_sets=cfg.n_sets, n_canaries=0,
-                                  samples_per_output=cfg.samples_per_output,
                                   exchange_dir=str(scratch.root / "exchange"), shape_check=False))
     ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")
     state.problem, state.problem_id, state.precision = ready.name, ready.problem_id, ready.precision
@@ -801,41 +822,14 @@ async def _baselines(judge: Worker, state: _State, cache: BaselineCache | None, 
         state.compiled_baseline = entry.compile if "compile" in cfg.baselines else None
 
 
-def spot_check(timed: P.CandTiming, ready: P.JudgeReady, n_regular: int, first_canary: int | None = None) -> list[Flag]:
-    """Rows 7-9: every timed call's output, sampled at secret positions, must match its set's
-    reference. The loop numbers its canaries from n_regular; they are the judge's sets from
-    `first_canary` on (a later paired round has canaries of its own)."""
-    refs = {s.set_index: s for s in ready.samples}
-    offset = (n_regular if first_canary is None else first_canary) - n_regular
-    bad_calls = 0
-    bad_canaries = 0
-    for call, set_index in enumerate(timed.set_order):
-        ref = refs.get(set_index + offset if set_index >= n_regular else set_index)
-        if ref is None:  # a set the loop was never given: the order check names it
-            bad_calls += 1
-            continue
-        values = timed.spot[call] if call < len(timed.spot) else []
-        ok = len(values) == len(ref.values) and all(
-            _close(v, r, b) for out_v, out_r, out_b in zip(values, ref.values, ref.budgets, strict=True)
-            for v, r, b in zip(out_v, out_r, out_b, strict=False))
-        if not ok:
-            bad_calls += 1
-            bad_canaries += set_index >= n_regular
-    if not bad_calls:
+def checked_calls_flags(timed: P.TimeReport) -> list[Flag]:
+    """Rows 7-9: the judge read the whole outputs of a secret subset of the timed calls (every canary's
+    among them) and of the probe calls after the loop; each must match its set's reference."""
+    if not timed.bad_calls:
         return []
     return [Flag(name="timed_output_mismatch",
-                 detail=f"{bad_calls} of {len(timed.set_order)} timed calls returned wrong values"
-                        f" ({bad_canaries} on never-seen inputs): outputs must be computed by each call")]
-
-
-def order_check(timed: P.CandTiming, n_regular: int, fractions: list[float]) -> list[Flag]:
-    """The candidate reports which set each timed call used; it must be the order the parent asked
-    for (rebuilt here), or the spot checks would be matched against the sets the report names."""
-    n = len(timed.samples.per_call_us)
-    if timed.set_order == P.timed_order(n_regular, n, fractions) and len(timed.spot) == n:
-        return []
-    return [Flag(name="harness_tampering", detail="the timed loop did not run the input sets in the order the"
-                 " evaluator asked for (the harness in the candidate's process was changed)")]
+                 detail=f"{timed.bad_calls} of the {timed.checked_calls} timed calls checked returned wrong values"
+                        f" ({timed.bad_canaries} on never-seen inputs): outputs must be computed by each call")]
 
 
 CANARY_SLOWER = 3.0
@@ -844,15 +838,16 @@ slow. For an honest kernel both canaries being the slowest calls of the loop has
 2 / n^2 for n calls (a noisy CPU included), and 3x the median on top of that."""
 
 
-def canary_time_check(timed: P.CandTiming, n_regular: int) -> list[Flag]:
+def canary_time_check(timed: P.TimeReport) -> list[Flag]:
     """Row 7: a cache keyed on input *content* computes correctly on a miss, so the spot checks
     pass; but the timed loop repeats its few input sets (hits) while each canary is new content (a
     miss). Every canary call far slower than the calls around it is that cache's signature; an
     honest kernel takes the same time for new values of the same shape (on the H200 no call of
     5,000 exceeded 2x its run's median: benchmarks/results/timing-probe-h200.json)."""
     times = timed.samples.per_call_us
-    canary = [t for t, s in zip(times, timed.set_order, strict=False) if s >= n_regular]
-    regular = sorted(t for t, s in zip(times, timed.set_order, strict=False) if s < n_regular)
+    at = set(timed.canary_calls)
+    canary = [t for i, t in enumerate(times) if i in at]
+    regular = sorted(t for i, t in enumerate(times) if i not in at)
     if len(canary) < 2 or len(regular) < 20:
         return []
     median = regular[len(regular) // 2]
@@ -990,52 +985,68 @@ CLOCK_SLACK_US = 50.0
 """What the parent's window of a timed call may exceed the reported time by, besides the lead and
 CLOCK_SLACK_FRACTION of the window: the Python around the clock reads and the marks' sends."""
 CLOCK_SLACK_FRACTION = 0.1
-GAP_SLACK_US = 200.0
-"""What the time between two timed calls may exceed GAP_FACTOR x the judge's own time for the
-loop's work between calls (copy the inputs in, flush, sync) by: the spot-check gather, the loop's
-Python."""
-GAP_FACTOR = 2.0
+HANDOFF_SLACK_US = 500.0
+"""What the candidate's own time around a call (from the judge's request to the start mark, and
+from the end mark to its answer) may exceed HANDOFF_FACTOR x the judge's yardstick for that work
+by: the worker's Python (the loop, the output checks; ~50-100 us on a loaded 2-core box) and the
+wake-ups of a process that just ran a call, which a stand-in that did not wakes faster from."""
+HANDOFF_FACTOR = 2.0
 MARK_SKEW_US = 20.0
 """How much shorter than the reported time a window may read: the kernel's stamps (realtime clock)
 and the candidate's clock (monotonic) tick at the same rate but are different clocks."""
 
 
-def mark_windows(marks: list[Mark], n: int) -> tuple[list[float], list[float]] | None:
-    """Per timed call, its marks' window (us), and the time between consecutive calls (us);
-    None when a call lacks either mark or ends before it starts."""
+def mark_times(marks: list[Mark], n: int) -> tuple[list[int], list[int]] | None:
+    """Per timed call, the stamps (ns) of its start and end marks; None when a call lacks either
+    mark or ends before it starts."""
     starts: dict[int, int] = {}
     ends: dict[int, int] = {}
     for call, end, t in marks:
         (ends if end else starts).setdefault(call, t)
     if not all(i in starts and i in ends and starts[i] <= ends[i] for i in range(n)):
         return None
-    return ([(ends[i] - starts[i]) / 1e3 for i in range(n)], [(starts[i + 1] - ends[i]) / 1e3 for i in range(n - 1)])
+    return [starts[i] for i in range(n)], [ends[i] for i in range(n)]
 
 
-def clock_check(samples: P.Samples, marks: list[Mark] | None, lead_us: float, prepare_us: list[list[float]]) -> list[Flag]:
+def mark_windows(marks: list[Mark], n: int) -> tuple[list[float], list[float]] | None:
+    """Per timed call, its marks' window (us), and the time between consecutive calls (us)."""
+    got = mark_times(marks, n)
+    if got is None:
+        return None
+    starts, ends = got
+    return ([(e - s) / 1e3 for s, e in zip(starts, ends, strict=True)],
+            [(starts[i + 1] - ends[i]) / 1e3 for i in range(n - 1)])
+
+
+def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
+                yardsticks: list[P.YardstickReport]) -> list[Flag]:
     """Row 4: the candidate reads its clock in its own process, where code that got past the static
     checks can replace it. Each timed call marks its start and end on a socket the kernel stamps
     (skills/marks.py): on the median call the reported (judged) time may fall short of that window
     only by the lead (cuda: it runs inside the window, before the start event; at most 1.1x its
     setting), CLOCK_SLACK_US and CLOCK_SLACK_FRACTION of the window. And work moved out of the
-    windows, between the calls, shows against the judge's time for the loop's own work there
-    (`prepare_us`: its samples before and after the loop; the larger median counts, so a machine
-    that got busier meanwhile does not read as moved work), on three calls in four."""
+    windows shows in the candidate's own time around each call, which the judge's stamps of its
+    request and of the answer bound (same clock as the marks): from the request to the start mark
+    (a hop), from the end mark to the answer (copying the outputs into the arena, a hop), against
+    the judge's yardsticks for that work (before and after the loop; the larger counts, so a
+    machine that got busier meanwhile does not read as moved work), on three calls in four."""
+    samples = timed.samples
     n = len(samples.per_call_us)
     if marks is None or n == 0:
         return []
-    seen = mark_windows(marks, n)
-    if seen is None:
+    got = mark_times(marks, n)
+    if got is None:
         both = len({c for c, e, _ in marks if e} & {c for c, e, _ in marks if not e} & set(range(n)))
         return [Flag(name="harness_tampering", detail=f"the evaluator's own clock saw {both} of the {n} timed calls"
                      " start and end in order (the harness in the candidate's process was changed)")]
-    windows, gaps = seen
+    starts, ends = got
+    windows = [(e - s) / 1e3 for s, e in zip(starts, ends, strict=True)]
     window = statistics.median(windows)
     excess = statistics.median(w - e for w, e in zip(windows, samples.per_call_us, strict=True))
     # The stamps bracket the clock reads, so a real window is never shorter than its reported time,
     # and the marks together span at least the sum of the reported times: marks sent on their own,
     # not around the calls, fail one or the other.
-    if excess < -MARK_SKEW_US or sum(windows) + sum(gaps) < sum(samples.per_call_us) - MARK_SKEW_US:
+    if excess < -MARK_SKEW_US or (ends[-1] - starts[0]) / 1e3 < sum(samples.per_call_us) - MARK_SKEW_US:
         return [Flag(name="harness_tampering", detail="the timed calls' marks do not bracket the times reported for"
                      " them (the harness in the candidate's process was changed)")]
     allowed = 1.1 * lead_us + CLOCK_SLACK_US + CLOCK_SLACK_FRACTION * window
@@ -1043,14 +1054,30 @@ def clock_check(samples: P.Samples, marks: list[Mark] | None, lead_us: float, pr
         return [Flag(name="timer_tampering", detail=(
             f"the evaluator's clock saw the median timed call take {window:.0f} us, but the candidate's process"
             f" reported {window - excess:.0f} us (more than {allowed:.0f} us less): its clock was tampered with"))]
-    measured = [statistics.median(p) for p in prepare_us if p]
-    if gaps and measured:
-        own = max(measured)
-        short = sorted(gaps)[len(gaps) // 4]  # three in four gaps are at least this long
-        if short > GAP_FACTOR * own + GAP_SLACK_US:
+    return _handoff_check(timed, starts, ends, yardsticks)
+
+
+def _at(values: list[float], q: float) -> float:
+    """The q-quantile of the values (the value a fraction q of them is below)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _handoff_check(timed: P.TimeReport, starts: list[int], ends: list[int],
+                   yardsticks: list[P.YardstickReport]) -> list[Flag]:
+    if len(timed.sent_ns) != len(starts) or not yardsticks or not all(y.handback_us and y.hop_us for y in yardsticks):
+        return []
+    hop = max(_at(y.hop_us, 0.75) for y in yardsticks)
+    handback = max(statistics.median(y.handback_us) for y in yardsticks)
+    # three in four calls took at least this long around them
+    before = _at([(s - sent) / 1e3 for s, sent in zip(starts, timed.sent_ns, strict=True)], 0.25)
+    after = _at([(back - e) / 1e3 for e, back in zip(ends, timed.back_ns, strict=True)], 0.25)
+    for seen, own, where in ((before, hop, "between the judge's request and the call's start"),
+                             (after, hop + handback, "between the call's end and its answer")):
+        if seen > HANDOFF_FACTOR * own + HANDOFF_SLACK_US:
             return [Flag(name="timer_tampering", detail=(
-                f"at least {short:.0f} us passed between three in four timed calls, where the loop's own work takes"
-                f" {own:.0f} us: work was moved out of the timed calls"))]
+                f"at least {seen:.0f} us passed {where} on three in four timed calls, where the worker's own work"
+                f" there takes {own:.0f} us: work was moved out of the timed calls"))]
     return []
 
 

@@ -149,7 +149,9 @@ def locate(name: LibraryName, roots: list[str], toolkit_include: str | None) -> 
             base = Path(root or ".") / sub
             include = base / spec.wheel_include
             if (include / spec.probe).is_file():
-                got = _found(spec, "wheel", include, base / "lib")
+                # Resolved: the sandbox binds the interpreter's folders by their real paths, and the
+                # rpath must name a folder that exists there.
+                got = _found(spec, "wheel", include.resolve(), (base / "lib").resolve())
                 if isinstance(got, FoundLibrary):
                     return got
                 looked.append(got)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
+from collections.abc import Awaitable
 from typing import TypeVar
 
 import anyio
@@ -17,6 +19,7 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from skills.harness import protocol as P
+from skills.harness.protocol import LINK_ENV
 from skills.marks import ENV as MARK_ENV
 from skills.marks import Mark, MarkSocket
 from skills.results import Flag
@@ -68,15 +71,21 @@ class Worker:
     @classmethod
     async def start(cls, name: str, cmd: list[str], env: dict[str, str], nonce: str, *,
                     cwd: str | None = None, log_chars: int = 4000, run_as: int | None = None,
-                    marks: bool = False) -> Worker:
-        """marks: give the worker a timing-marks socket (skills/marks.py; the candidate)."""
+                    marks: bool = False, link: socket.socket | None = None) -> Worker:
+        """marks: give the worker a timing-marks socket (skills/marks.py; the candidate). link: its
+        end of the judge <-> candidate socket pair (the caller closes its copy once both started)."""
         sock = MarkSocket() if marks else None
+        fds: list[int] = []
         if sock is not None:
             env = env | {MARK_ENV: str(sock.child_fd)}
+            fds.append(sock.child_fd)
+        if link is not None:
+            link.set_inheritable(True)
+            env = env | {LINK_ENV: str(link.fileno())}
+            fds.append(link.fileno())
         try:
             proc = await anyio.open_process(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                            env=env, cwd=cwd, start_new_session=True,
-                                            pass_fds=() if sock is None else (sock.child_fd,),
+                                            env=env, cwd=cwd, start_new_session=True, pass_fds=tuple(fds),
                                             **process_ids(run_as))  # type: ignore[arg-type]
         except BaseException:
             if sock is not None:
@@ -110,7 +119,7 @@ class Worker:
         try:
             await self.proc.stdin.send(P.encode(msg))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            raise await self._died("while receiving instructions") from None
+            raise await self.died("while receiving instructions") from None
 
     async def _recv(self) -> P.Message:
         header = await self.reader.receive_exactly(4)
@@ -127,25 +136,28 @@ class Worker:
                                " (an endless loop or kernel?); its process group was killed",
                                worker=self.name) from None
         except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError):
-            raise await self._died(f"while {what}") from None
+            raise await self.died(f"while {what}") from None
         if isinstance(msg, P.WorkerError):
+            if msg.candidate:  # the judge reports a failure of the candidate's calls it drove
+                raise WorkerFailed(msg.message, msg.flag, msg.stage, worker="candidate")
             prefix = "" if self.name == "candidate" else f"{self.name} ({msg.stage}): "
             raise WorkerFailed(prefix + msg.message, msg.flag, msg.stage, worker=self.name)
         if not isinstance(msg, kind):
             raise WorkerFailed(f"the {self.name} sent {type(msg).__name__} while {what}", worker=self.name)
         return msg
 
-    async def expect_marked(self, kind: type[T], limit_s: float, what: str) -> tuple[T, list[Mark] | None]:
-        """expect(), collecting the timing marks the worker sends meanwhile (None: it has no socket)."""
+    async def marked(self, waiting: Awaitable[T]) -> tuple[T, list[Mark] | None]:
+        """Await `waiting` (another worker's report, e.g. the judge's on the loop it drove), collecting
+        the timing marks this worker sends meanwhile (None: it has no socket)."""
         marks = self.marks
         if marks is None:
-            return await self.expect(kind, limit_s, what), None
+            return await waiting, None
         marks.begin()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(marks.collect)
                 try:
-                    msg = await self.expect(kind, limit_s, what)
+                    msg = await waiting
                 finally:
                     tg.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # collect() never raises: the one error is expect()'s
@@ -174,7 +186,8 @@ class Worker:
                 return msg
             # A frame without our nonce was forged by candidate code: ignore it.
 
-    async def _died(self, when: str) -> WorkerFailed:
+    async def died(self, when: str) -> WorkerFailed:
+        """The failure to report for a worker that died (or is being killed now): exit status and log tail."""
         with anyio.move_on_after(5):
             await self.proc.wait()
             await self.stderr_done.wait()

@@ -199,14 +199,14 @@ def test_model_new_without_model_new_class(new_workspace: MakeWs, build_cache_di
     assert_failed(r, "import", "defines no class ModelNew")
 
 
-def test_model_new_changing_the_rng_at_import_gets_a_clear_error(new_workspace: MakeWs, build_cache_dir: Path) -> None:
-    """The candidate draws its inputs from the sets' seeds; code that changes torch's defaults at
-    import draws different ones, and is told so instead of failing on mysterious values."""
-    src = "import torch\ntorch.set_default_dtype(torch.float64)\n" + RELU_PY
+def test_model_new_changing_torchs_defaults_at_import_does_not_change_the_inputs(new_workspace: MakeWs,
+                                                                                 build_cache_dir: Path) -> None:
+    """The judge draws every input set and hands it over: candidate code that changes torch's default
+    dtype or random generator at import changes nothing the evaluation runs on."""
+    src = "import torch\ntorch.set_default_dtype(torch.float64)\ntorch.manual_seed(0)\n" + RELU_PY
     ws = new_workspace(src, {"relu.cpp": RELU_CPP})
-    r = run_eval(RELU, ws, build_cache_dir, mode="final")
-    assert_failed(r, "correctness", "differ from the judge's")
-    assert r.reward == -1.0
+    r = run_eval(RELU, ws, build_cache_dir, mode="test")
+    assert r.correct and len(r.sets) >= 3, (r.error, r.sets)
 
 
 def test_non_tensor_output_is_named(new_workspace: MakeWs, build_cache_dir: Path) -> None:
@@ -494,21 +494,19 @@ KAGENT_EXPORT void relu(const float* x, float* y, int64_t n) {
 }
 """
 
-# Keeps every input it has seen alive, so the allocator never hands a correctness set the
-# address of an earlier one: the cheat passes correctness deterministically.
+# Keeps every input it has seen alive, so an allocator would never hand a later set the address of
+# an earlier one. But every call's inputs sit at the same place in the judge's arena, with new
+# contents: a cache keyed on the pointer answers set 1 with set 0's output.
 POINTER_CACHE_PY = RELU_PY.replace(
     "super().__init__()", "super().__init__()\n        self.seen = []").replace(
     "y = torch.empty_like(x)", "if len(self.seen) < 8:\n            self.seen.append(x)\n        y = torch.empty_like(x)")
 
 
-def test_pointer_keyed_cache_flagged_in_timing(new_workspace: MakeWs, build_cache_dir: Path) -> None:
+def test_pointer_keyed_cache_fails_at_once(new_workspace: MakeWs, build_cache_dir: Path) -> None:
     ws = new_workspace(POINTER_CACHE_PY, {"relu.cpp": POINTER_CACHE_CPP})
     r = run_eval(RELU, ws, build_cache_dir, mode="final")
-    assert r.error is None, r.error
-    assert all(s.ok for s in r.sets), failed_outputs(r)  # fresh tensors per set: passes
-    assert "timed_output_mismatch" in flag_names(r)
-    detail = next(f.detail for f in r.flags if f.name == "timed_output_mismatch")
-    assert "timed calls returned wrong values" in detail
+    assert r.sets[0].ok and not all(s.ok for s in r.sets), failed_outputs(r)  # set 0 right, a later one stale
+    assert not r.correct and r.candidate is None
     assert r.reward == -1.0
 
 

@@ -17,37 +17,37 @@ from skills.marks import Mark, MarkSocket
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _timed(times: list[float], order: list[int]) -> P.CandTiming:
+def _timed(times: list[float], canary_calls: list[int], sent: list[int] | None = None,
+           back: list[int] | None = None) -> P.TimeReport:
     samples = P.Samples(per_call_us=times, wall_us=times, sync_overhead_us=0.0)
-    return P.CandTiming(nonce="n", samples=samples, set_order=order, spot=[], flags=[])
+    return P.TimeReport(nonce="n", samples=samples, first_seq=1, canary_calls=canary_calls, checked_calls=8,
+                        bad_calls=0, bad_canaries=0, sent_ns=sent or [], back_ns=back or [], flags=[])
 
 
 def _loop(n: int, canary_at: list[int], regular: float, canary: float, noise: float = 0.05,
-          seed: int = 0) -> P.CandTiming:
+          seed: int = 0) -> P.TimeReport:
     rng = random.Random(seed)
-    order = [i % 3 for i in range(n)]
     times = [regular * (1 + noise * rng.random()) for _ in range(n)]
-    for c, pos in enumerate(canary_at):
-        order[pos] = 3 + c
+    for pos in canary_at:
         times[pos] = canary * (1 + noise * rng.random())
-    return _timed(times, order)
+    return _timed(times, canary_at)
 
 
 def test_a_content_cache_is_flagged() -> None:
-    flags = canary_time_check(_loop(200, [40, 150], regular=50.0, canary=800.0), 3)
+    flags = canary_time_check(_loop(200, [40, 150], regular=50.0, canary=800.0))
     assert [f.name for f in flags] == ["input_dependent_time"]
     assert "never-seen inputs" in flags[0].detail
 
 
 def test_honest_loops_are_not_flagged() -> None:
-    assert canary_time_check(_loop(200, [40, 150], regular=50.0, canary=50.0), 3) == []
+    assert canary_time_check(_loop(200, [40, 150], regular=50.0, canary=50.0)) == []
     # one slow canary (a hiccup) is not enough; both slow but not the slowest calls is not either
     t = _loop(200, [40, 150], regular=50.0, canary=50.0)
     t.samples.per_call_us[40] = 900.0
-    assert canary_time_check(t, 3) == []
+    assert canary_time_check(t) == []
     t = _loop(200, [40, 150], regular=50.0, canary=200.0)
     t.samples.per_call_us[7] = 400.0  # a regular call slower than both canaries
-    assert canary_time_check(t, 3) == []
+    assert canary_time_check(t) == []
 
 
 def test_noisy_honest_loops_rarely_trip_it() -> None:
@@ -56,116 +56,122 @@ def test_noisy_honest_loops_rarely_trip_it() -> None:
     for seed in range(2000):
         rng = random.Random(seed)
         n = 60
-        order = [i % 3 for i in range(n)]
-        order[rng.randrange(5, 30)] = 3
-        order[rng.randrange(31, 59)] = 4
+        canaries = [rng.randrange(5, 30), rng.randrange(31, 59)]
         times = [50.0 * rng.lognormvariate(0, 0.6) for _ in range(n)]
-        tripped += bool(canary_time_check(_timed(times, order), 3))
+        tripped += bool(canary_time_check(_timed(times, canaries)))
     assert tripped <= 2, tripped  # about 2 / n^2 of loops have both canaries slowest; few of those 3x the median
 
 
 def test_too_few_calls_or_canaries_say_nothing() -> None:
-    assert canary_time_check(_loop(10, [3, 7], regular=50.0, canary=800.0), 3) == []
-    assert canary_time_check(_loop(200, [40], regular=50.0, canary=800.0), 3) == []
+    assert canary_time_check(_loop(10, [3, 7], regular=50.0, canary=800.0)) == []
+    assert canary_time_check(_loop(200, [40], regular=50.0, canary=800.0)) == []
 
 
-def test_canaries_land_on_distinct_calls_and_the_parent_checks_the_order() -> None:
-    from skills.evaluate import order_check
+def test_the_judges_plan_hides_canaries_among_checked_calls() -> None:
+    """Canaries at distinct secret calls, every one of them checked, and at least 8 other calls."""
+    from skills.harness.driver import MIN_CHECKED, loop_plan
 
-    order = P.timed_order(3, 10, [0.5, 0.5, 0.55])  # all three want call 5
-    assert sorted(i for i, s in enumerate(order) if s >= 3) == [5, 6, 7]
-    assert [s for s in order if s >= 3] == [3, 4, 5]
-    times = [50.0] * 10
-    good = P.CandTiming(nonce="n", samples=P.Samples(per_call_us=times, wall_us=times, sync_overhead_us=0.0),
-                        set_order=order, spot=[[] for _ in times], flags=[])
-    assert order_check(good, 3, [0.5, 0.5, 0.55]) == []
-    bad = P.CandTiming(nonce="n", samples=good.samples, set_order=P.rotation(3, 10), spot=good.spot, flags=[])
-    assert [f.name for f in order_check(bad, 3, [0.5, 0.5, 0.55])] == ["harness_tampering"]
+    for seed in range(50):
+        canaries, checked = loop_plan(40, 2, 0.125, random.Random(seed))
+        assert len(set(canaries)) == 2 and set(canaries) <= checked and len(checked) >= MIN_CHECKED
+    plans = {tuple(loop_plan(40, 2, 0.125, random.Random(s))[0]) for s in range(50)}
+    assert len(plans) > 30  # not the same places every time
+    assert loop_plan(3, 2, 0.125, random.Random(0))[1] == {0, 1, 2}  # a short loop: every call
 
 
 # ---- clock_check: the candidate's reported times against the kernel-stamped marks (row 4) ----
 
 
-def _marked(reported: list[float], windows: list[float], gap_us: float = 100.0) -> tuple[P.Samples, list[Mark]]:
-    """Samples with these reported times, and start/end marks `windows` apart, `gap_us` between calls."""
+def _marked(reported: list[float], windows: list[float], gap_us: float = 100.0, before_us: float = 40.0,
+            after_us: float = 60.0) -> tuple[P.TimeReport, list[Mark]]:
+    """A loop's report with these reported times, start/end marks `windows` apart and `gap_us`
+    between calls, the judge's request `before_us` ahead of each start and the answer back
+    `after_us` after each end."""
     marks: list[Mark] = []
+    sent: list[int] = []
+    back: list[int] = []
     t = 1_000_000_000
     for i, w in enumerate(windows):
         marks.append((i, False, t))
+        sent.append(t - int(before_us * 1e3))
         t += int(w * 1e3)
         marks.append((i, True, t))
+        back.append(t + int(after_us * 1e3))
         t += int(gap_us * 1e3)
-    return P.Samples(per_call_us=reported, wall_us=reported, sync_overhead_us=0.0), marks
+    return _timed(reported, [], sent, back), marks
+
+
+def _yard(hop: float = 30.0, handback: float = 40.0) -> list[P.YardstickReport]:
+    return [P.YardstickReport(nonce="n", handback_us=[handback] * 15, hop_us=[hop] * 15)]
 
 
 def test_reported_times_inside_their_windows_pass() -> None:
     rng = random.Random(1)
     reported = [150.0 * (1 + 0.05 * rng.random()) for _ in range(60)]
     samples, marks = _marked(reported, [r + 16.0 for r in reported])  # the ~16 us measured on this box
-    assert clock_check(samples, marks, 0.0, [[150.0] * 15]) == []
+    assert clock_check(samples, marks, 0.0, _yard()) == []
     # cuda: the lead runs inside the window, before the start event
     samples, marks = _marked(reported, [r + 100.0 + 20.0 for r in reported])
-    assert clock_check(samples, marks, 100.0, [[150.0] * 15]) == []
+    assert clock_check(samples, marks, 100.0, _yard()) == []
     # marks arrive out of order (both ends of every call are there): fine
-    assert clock_check(samples, list(reversed(marks)), 100.0, [[150.0] * 15]) == []
+    assert clock_check(samples, list(reversed(marks)), 100.0, _yard()) == []
 
 
 def test_a_fake_clock_is_flagged() -> None:
     # the clock_patch_harness cheat on this box: every call "takes" 10 us, the stamps saw ~180 us
     samples, marks = _marked([10.0] * 60, [180.0] * 60)
-    flags = clock_check(samples, marks, 0.0, [[150.0] * 15])
+    flags = clock_check(samples, marks, 0.0, _yard())
     assert [f.name for f in flags] == ["timer_tampering"]
     assert "180 us" in flags[0].detail and "reported 10 us" in flags[0].detail
     # around what is allowed: 50 us + 10% of the window (+1.1x the lead on cuda); a window of
     # 100 + x us allows x up to 66.7 us on cpu and 188.9 us with a 100 us lead
     for lead, x, caught in [(0.0, 63.0, False), (0.0, 70.0, True), (100.0, 185.0, False), (100.0, 192.0, True)]:
         samples, marks = _marked([100.0] * 60, [100.0 + x] * 60)
-        assert bool(clock_check(samples, marks, lead, [[150.0] * 15])) == caught, (lead, x)
+        assert bool(clock_check(samples, marks, lead, _yard())) == caught, (lead, x)
 
 
-def test_work_moved_between_the_calls_is_flagged() -> None:
-    # honest: the gap is the loop's own work (the judge measured 150 us) and a little more
-    samples, marks = _marked([10.0] * 60, [20.0] * 60, gap_us=260.0)
-    assert clock_check(samples, marks, 0.0, [[150.0] * 15]) == []
-    # the call's 5 ms of work done before its start mark
-    samples, marks = _marked([10.0] * 60, [20.0] * 60, gap_us=5150.0)
-    flags = clock_check(samples, marks, 0.0, [[150.0] * 15])
+def test_work_moved_out_of_the_window_is_flagged() -> None:
+    # honest: the worker's own time around a call is a hop and the hand-back, and a little more
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, before_us=80.0, after_us=150.0)
+    assert clock_check(samples, marks, 0.0, _yard()) == []
+    # the call's 5 ms of work done between the judge's request and the start mark
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, before_us=5080.0)
+    flags = clock_check(samples, marks, 0.0, _yard())
     assert [f.name for f in flags] == ["timer_tampering"]
-    assert "moved out of the timed calls" in flags[0].detail
-    # a machine that got busier during the loop: the judge's samples after it count too
-    assert clock_check(samples, marks, 0.0, [[150.0] * 15, [4000.0] * 15]) == []
-    # a few long gaps (a hiccup) are not enough: three in four must be long
-    samples, marks = _marked([10.0] * 60, [20.0] * 60, gap_us=260.0)
-    t = 1_000_000_000
-    stretched = []
-    for i in range(60):
-        start = t
-        end = start + 20_000
-        stretched += [(i, False, start), (i, True, end)]
-        t = end + (5_000_000 if i % 3 == 0 else 260_000)
-    assert clock_check(samples, stretched, 0.0, [[150.0] * 15]) == []
+    assert "moved out of the timed calls" in flags[0].detail and "request" in flags[0].detail
+    # ...or after the end mark, before the answer
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, after_us=5150.0)
+    flags = clock_check(samples, marks, 0.0, _yard())
+    assert [f.name for f in flags] == ["timer_tampering"] and "answer" in flags[0].detail
+    # a machine that got busier during the loop: the judge's yardstick after it counts too
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, before_us=5080.0)
+    assert clock_check(samples, marks, 0.0, _yard() + _yard(hop=3000.0)) == []
+    # a few slow hand-overs (a hiccup) are not enough: three in four must be slow
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, before_us=80.0)
+    samples.sent_ns = [s - (5_000_000 if i % 3 == 0 else 0) for i, s in enumerate(samples.sent_ns)]
+    assert clock_check(samples, marks, 0.0, _yard()) == []
 
 
 def test_marks_sent_apart_from_the_calls_are_tampering() -> None:
     """Code that sends the marks itself (not around the calls) cannot make them bracket the times it
     reports: every window shorter than its call, or all of them sent in one burst."""
     samples, marks = _marked([300.0] * 60, [2.0] * 60, gap_us=2.0)  # a burst: 60 calls in ~0.2 ms
-    flags = clock_check(samples, marks, 0.0, [[150.0] * 15])
+    flags = clock_check(samples, marks, 0.0, _yard())
     assert [f.name for f in flags] == ["harness_tampering"] and "bracket" in flags[0].detail
     # honest windows a hair shorter than the reported time (clock skew) pass
     samples, marks = _marked([300.0] * 60, [295.0] * 60, gap_us=200.0)
-    assert clock_check(samples, marks, 0.0, [[150.0] * 15]) == []
+    assert clock_check(samples, marks, 0.0, _yard()) == []
 
 
 def test_missing_marks_are_tampering() -> None:
     samples, marks = _marked([100.0] * 10, [110.0] * 10)
-    flags = clock_check(samples, [m for m in marks if m[0] != 4], 0.0, [])
+    flags = clock_check(samples, [m for m in marks if m[0] != 4], 0.0, _yard())
     assert [f.name for f in flags] == ["harness_tampering"] and "9 of the 10" in flags[0].detail
     # an end before its start
     bad = [(c, e, t if c != 2 else (0 if e else t)) for c, e, t in marks]
-    assert [f.name for f in clock_check(samples, bad, 0.0, [])] == ["harness_tampering"]
+    assert [f.name for f in clock_check(samples, bad, 0.0, _yard())] == ["harness_tampering"]
     # no socket at all (a worker started by hand): nothing to check against
-    assert clock_check(samples, None, 0.0, []) == []
+    assert clock_check(samples, None, 0.0, _yard()) == []
 
 
 def test_the_kernel_stamps_marks_when_they_are_sent() -> None:

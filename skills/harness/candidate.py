@@ -1,15 +1,19 @@
-"""The candidate worker: imports the agent's model_new.py and kernels, runs and times them.
+"""The candidate worker: imports the agent's model_new.py and kernels, then runs and times the
+calls the judge asks for.
 
-It receives the initial weights and the seeds of the input sets it runs (it draws those inputs
-itself: skills/harness/exchange.py); reference outputs, tolerances and statistics stay in the
-judge and the parent. Clock references are taken (by importing skills.harness.timing) before
-any candidate code is imported.
+An untrusted executor: it receives the initial weights (not secret) and maps the arenas the judge
+offers (skills/harness/arena.py); for each call the judge has already written the inputs there, and
+the worker copies forward's outputs back into the arena for the judge to read. It never learns
+which input set a call used, whether the call is timed or checked, or how many calls remain;
+reference outputs, tolerances and statistics stay in the judge and the parent. Clock references
+are taken (by importing skills.harness.timing) before any candidate code is imported.
 
 Run as `python -m skills.harness.candidate` with the protocol on stdin/stdout.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -17,16 +21,15 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from skills.affinity import pin_self
+from skills.harness import arena, timing
 from skills.harness import protocol as P
-from skills.harness import timing
-from skills.harness.exchange import draw_inputs, fingerprint, same_fingerprint, write_output
 from skills.harness.judge import as_outputs, preinit, set_precision, wait_preinit
 from skills.marks import mark_sender
-from skills.problem import ProblemError, load_problem
 from skills.results import Flag
 
 SHIM_DIR = str(Path(__file__).parent / "shim")
@@ -59,12 +62,9 @@ class Candidate:
             torch.empty(1, device=self.device)  # create the context before candidate code runs
             if start.gpu_memory_fraction is not None:
                 torch.cuda.set_per_process_memory_fraction(start.gpu_memory_fraction, torch.cuda.current_device())
-        self.model: Any = None
         self.module: Any = None
-        self.sets: list[list[Any]] = []
-        self.get_inputs: Any = None
-        self.shape_model: Any = None
-        self.shape_get_inputs: Any = None
+        self.models: list[Any] = []
+        self.groups: dict[int, _Group] = {}
 
     def import_model(self) -> None:
         sys.path.insert(0, SHIM_DIR)
@@ -94,17 +94,11 @@ class Candidate:
             raise CandidateError("import", "model_new.py defines no class ModelNew")
         self.module = module
 
-    def construct(self, run: P.CandRun) -> None:
-        exchange = Path(run.exchange_dir)
-        try:
-            self.get_inputs = load_problem(exchange / "problem.py", sizes=run.sizes).get_inputs
-            if run.shape_sizes:
-                self.shape_get_inputs = load_problem(exchange / "problem.py", sizes=run.shape_sizes).get_inputs
-        except ProblemError as exc:
-            raise CandidateError("init", f"the problem could not be loaded in the candidate's process: {exc}") from None
-        self.model = self._make_model(exchange / "init.pt")
-        if run.shape_sizes:
-            self.shape_model = self._make_model(exchange / "init_shape.pt") if run.shape_init else self.model
+    def construct(self, init: P.CandInit) -> None:
+        exchange = Path(init.exchange_dir)
+        self.models = [self._make_model(exchange / "init.pt")]
+        if init.shape_init:
+            self.models.append(self._make_model(exchange / "init_shape.pt"))
 
     def _make_model(self, init_path: Path) -> Any:
         init = torch.load(init_path, weights_only=False)  # written by the trusted judge
@@ -120,119 +114,142 @@ class Candidate:
             raise CandidateError("init", f"ModelNew cannot load Model's state_dict (keep Model's parameter names and shapes): {exc}") from None
         return model.to(self.device)
 
-    def draw(self, seed: int, want: list[float], label: str, get_inputs: Any = None) -> list[Any]:
-        """The input set of this seed, checked against the judge's checksums."""
-        inputs = draw_inputs(get_inputs or self.get_inputs, seed, self.device)
-        if not same_fingerprint(fingerprint(inputs), want):
-            raise CandidateError("correctness", f"the inputs drawn for {label} differ from the judge's: model_new.py"
-                                 " (or its kernels) changed torch's random generator or defaults at import time")
-        return inputs
+    # ---- serving the judge's calls over the link ----
 
-    def correctness(self, run: P.CandRun, parts: timing.Parts) -> P.CandOutputs:
-        flags: list[Flag] = []
-        jobs = [(k, seed, want, f"input set {k}", self.get_inputs, self.model)
-                for k, (seed, want) in enumerate(zip(run.set_seeds, run.fingerprints, strict=True))]
-        if run.shape_sizes:
-            # The shape check's set (other sizes, never timed) goes first, before the big sets are
-            # allocated: a kernel that hard-codes a larger shape then reads and writes past its
-            # buffers into unmapped memory and faults, instead of into the other sets' memory.
-            jobs.insert(0, (len(jobs), run.shape_seed, run.shape_fingerprint,
-                            f"the shape check's set ({run.shape_sizes} sizes)", self.shape_get_inputs, self.shape_model))
-        results: list[list[P.OutputFile]] = [[] for _ in jobs]
-        for k, seed, want, label, get_inputs, model in jobs:
-            with parts("draw"):
-                inputs = self.draw(seed, want, label, get_inputs)
-                pristine = [a.clone() if isinstance(a, torch.Tensor) else a for a in inputs]
-                if k < len(run.set_seeds):
-                    self.sets.append(pristine)
-            with parts("run"), OpRecorder() as rec:
-                outs = self._call(inputs, "correctness", model)
-            with parts("checks"):
-                flags += rec.flags()
-                flags += _output_flags(outs, inputs, k)
-                if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(inputs, pristine, strict=True)):
-                    flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs (input set {k}); inputs are read-only"))
-            with parts("write"):
-                # Only plain tensors travel (a subclass is flagged above), as raw bytes.
-                results[k] = [write_output(o, run.out_dir, k, i) for i, o in enumerate(outs)]
-        return P.CandOutputs(nonce=run.nonce, outputs=results, flags=_dedupe(flags), seconds=parts.seconds)
+    def serve(self, link: P.Link, mark: timing.MarkCall | None) -> None:
+        """Answer the judge until it closes the link: map its arenas, run each call it asks for."""
+        while True:
+            try:
+                msg, fds = link.recv(fds=True)
+            except P.LinkClosed:
+                return
 
-    def _call(self, inputs: list[Any], stage: str, model: Any = None) -> list[Any]:
+            try:
+                link.send(self._answer(msg, fds, mark))
+            except CandidateError as exc:
+                link.send(P.Failed(stage=exc.stage, message=str(exc), flag=exc.flag))
+                return
+            except Exception as exc:
+                link.send(P.Failed(stage="timing", message=_candidate_traceback(exc, self.start.workspace)[-4000:]))
+                return
+
+    def _answer(self, msg: P.LinkMessage, fds: list[int], mark: timing.MarkCall | None) -> P.LinkMessage:
+        if isinstance(msg, P.Offer):
+            return self._map(msg, fds)
+        if isinstance(msg, P.Call):
+            return self._call(msg, mark)
+        if isinstance(msg, P.Overhead):
+            return P.OverheadReport(sync_overhead_us=self.groups[msg.group].loop.sync_overhead_us())
+        if isinstance(msg, P.Profile):
+            kernel_us, flags = self._profile(self.groups[msg.group].loop, msg.calls)
+            return P.Profiled(kernel_us=kernel_us, flags=flags)
+        raise CandidateError("timing", f"the judge sent {type(msg).__name__}, which the candidate does not serve")
+
+    def _map(self, offer: P.Offer, fds: list[int]) -> P.Accepted:
         try:
-            with torch.no_grad():
-                out = (self.model if model is None else model)(*inputs)
             if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)
-            return as_outputs(out, "ModelNew")
+                arena_ = arena.device_attach(offer.layout, offer.handle)
+            else:
+                arena_ = arena.host_attach(offer.layout, fds[0])
+        except (ValueError, IndexError, OSError, arena.CudaError) as exc:
+            raise CandidateError("correctness", f"the judge's input memory could not be mapped: {exc}") from None
+        model = self.models[offer.model] if offer.model < len(self.models) else self.models[0]
+        args = arena_.arguments(offer.scalars)
+        fn = functools.partial(_forward, model)
+        # Loop flushes nothing and copies nothing: the judge writes the inputs and flushes the
+        # cache before each call; the loop resets persisting L2 lines, marks, leads, times.
+        cfg = msgspec.structs.replace(offer.timing, flush_l2=False, work_buffers=1)
+        self.groups[offer.group] = _Group(arena_, timing.Loop(fn, [args], self.device, cfg, external=True), model, offer.scalars)
+        return P.Accepted(group=offer.group)
+
+    def _call(self, call: P.Call, mark: timing.MarkCall | None) -> P.Called:
+        g = self.groups.get(call.group)
+        if g is None:
+            raise CandidateError("correctness", "the judge asked for a call on memory it never offered")
+        if call.scalars is not None:
+            args = g.arena.arguments(call.scalars)
+            g.loop.works[0][:] = args
+            g.loop.work = g.loop.works[0]
+        loop = g.loop
+        if call.lead and not loop.lead_cycles and self.device.type == "cuda":
+            loop.calibrate_lead()
+        flags: list[Flag] = []
+        stage = "correctness" if call.watch != "none" else "timing"
+        try:
+            if call.watch == "none":
+                ev, wall, out = loop.call(0, lead=call.lead,
+                                          tick=None if mark is None else functools.partial(mark, call.seq, False))
+                if mark is not None:
+                    mark(call.seq, True)
+            else:
+                with OpRecorder() as rec:
+                    ev, wall, out = loop.call(0, lead=call.lead)
+                flags += rec.flags()
+                if call.watch == "profiler" and self.device.type == "cpu":
+                    flags += _profiled_ops(loop, 1)
+            outs = as_outputs(out, "ModelNew")
         except Exception as exc:
             raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
-
-    def time(self, req: P.CandTime, mark: timing.MarkCall | None = None) -> P.CandTiming:
-        parts = timing.Parts()
-        with parts("canary draw"):
-            canaries = [self.draw(seed, want, "a canary set")
-                        for seed, want in zip(req.canary_seeds, req.canary_fingerprints, strict=True)]
-        n_sets = len(self.sets)
-        loop = timing.Loop(self._forward, self.sets + canaries, self.device, req.timing)
-        with parts("warm-up"):
-            mean = loop.warmup(P.rotation(n_sets, max(3 * n_sets, req.timing.warmup_calls)))
-        n = loop.n_calls(mean)
-        order = P.timed_order(n_sets, n, req.canary_fractions)
-        positions = [torch.tensor(p, dtype=torch.long, device=self.device) for p in req.sample_positions]
-        spot: list[list[torch.Tensor]] = []
-        flags: list[Flag] = []
-
-        def after(i: int, out: Any) -> None:
-            outs = as_outputs(out, "ModelNew")
-            if any(type(o) is not torch.Tensor for o in outs):
-                flags.append(Flag(name="lazy_output", detail="a timed call returned something other than a plain torch.Tensor"))
-                outs = [torch.as_tensor(o) for o in outs]
-            spot.append([o.detach().reshape(-1)[p] if o.numel() > int(p.max()) else torch.full_like(p, 0, dtype=o.dtype)
-                         for o, p in zip(outs, positions, strict=False)])
-
-        try:
-            with parts("timed loop"):
-                samples = loop.run(order, after, mark)
-            with parts("caller calls"):
-                samples.caller_us = loop.caller_times(P.rotation(n_sets, req.timing.caller_calls))
-        except Exception as exc:
-            raise CandidateError("timing", "ModelNew.forward failed during timing:\n" + _candidate_traceback(exc, self.start.workspace)) from None
-        if self.device.type == "cuda" and req.profile_calls:
-            with parts("profiler"):
-                kernel_us, launch_flags = self._profile(loop, req.profile_calls)
-            samples.kernel_us = kernel_us
-            flags += launch_flags
-        with parts("probe"):
-            flags += self._probe(loop, n_sets)
-        spot_values = [[t.double().cpu().tolist() for t in call] for call in spot]
-        return P.CandTiming(nonce=req.nonce, samples=samples, set_order=order, spot=spot_values, flags=_dedupe(flags),
-                            seconds=parts.seconds)
-
-    def _probe(self, loop: timing.Loop, n_sets: int, calls: int = 3) -> list[Flag]:
-        """Calls after the timed loop, like timed ones, under the op recorder: code that behaves
-        only for the first calls (correctness, warm-up) still runs torch ops here. On cpu, two
-        more under the profiler with no dispatch mode active, for code that runs its kernel only
-        while it sees a dispatch mode (cuda has the profiler's launch accounting instead)."""
-        flags: list[Flag] = []
-        for i in range(calls):
-            loop._prepare(i % n_sets)  # the harness's own copies and cache flush are not recorded
-            loop.lead()  # as in a timed call, so the GPU's state does not tell the probe apart
-            with OpRecorder() as rec:
-                loop.fn(*loop.work)
-            flags += rec.flags()
-        if self.device.type == "cpu":
-            flags += _profiled_ops(loop, n_sets)
-        return flags
-
-    def _forward(self, *args: Any) -> Any:
-        with torch.no_grad():
-            return self.model(*args)
+        if call.lead and loop.lead_cycles:
+            g.leads.append(loop.last_lead_us)
+            if len(g.leads) == LEAD_CORRECTION_CALLS:
+                loop.correct_lead(g.leads[len(g.leads) // 2:])
+        flags += _output_flags(outs, g.arena.inputs, call.seq)
+        metas = _hand_back(outs, g.arena.outputs)
+        del out, outs
+        if self.device.type == "cuda":
+            timing.sync()
+        return P.Called(seq=call.seq, event_us=ev, wall_us=wall, lead_us=loop.last_lead_us if call.lead else 0.0,
+                        outputs=metas, flags=_dedupe(flags))
 
     def _profile(self, loop: timing.Loop, calls: int) -> tuple[float | None, list[Flag]]:
         """Kernel time per call and launch accounting from the profiler (cuda only)."""
+        if self.device.type != "cuda" or calls <= 0:
+            return None, []
         from skills.harness.launches import profile_launches
 
         return profile_launches(loop, calls, self.start.kernel_names, self.start.flavour)
+
+
+LEAD_CORRECTION_CALLS = 10
+"""After this many calls with a lead, its spin count is corrected to how long the later half of
+them held the GPU (the clock between calls differs from the calibration's)."""
+
+
+class _Group:
+    """One arena as the candidate sees it, and the loop that times calls on it."""
+
+    def __init__(self, arena_: arena.Arena, loop: timing.Loop, model: Any, scalars: list[Any]) -> None:
+        self.arena = arena_
+        self.loop = loop
+        self.model = model
+        self.scalars = scalars
+        self.leads: list[float] = []
+
+
+def _forward(model: Any, *args: Any) -> Any:
+    with torch.no_grad():
+        return model(*args)
+
+
+def _hand_back(outs: list[Any], slots: list[torch.Tensor]) -> list[P.OutputMeta]:
+    """Copy each output that is a plain tensor of its slot's shape and dtype into the slot; say
+    what each one was (the judge compares and words any mismatch)."""
+    metas = []
+    for i, o in enumerate(outs):
+        if type(o) is not torch.Tensor:
+            metas.append(P.OutputMeta(kind=type(o).__name__, shape=[], dtype="", copied=False))
+            continue
+        meta = P.OutputMeta(kind="Tensor", shape=list(o.shape), dtype=str(o.dtype).removeprefix("torch."), copied=False)
+        if i < len(slots) and o.layout == torch.strided and o.shape == slots[i].shape and o.dtype == slots[i].dtype \
+                and o.device == slots[i].device:
+            _copy_out(slots[i], o)
+            meta.copied = True
+        metas.append(meta)
+    return metas
+
+
+_copy_out = torch.Tensor.copy_
 
 
 # aten ops a forward may run: allocation, views and bookkeeping, no arithmetic or copies.
@@ -340,6 +357,7 @@ def main() -> None:
         apply_rlimits(spec)
     pin_self(os.environ.get("KAGENT_CPUS"))
     mark = mark_sender()  # before any candidate code
+    link = P.Link.inherited()
     chan = P.take_over_stdio()
     warm_recorder()  # CPU only: at once
     wait_preinit(chan)
@@ -353,23 +371,15 @@ def main() -> None:
         cand = Candidate(start)
         cand.import_model()
         chan.send(P.CandImported(nonce=nonce))
-        run = chan.recv()
-        assert isinstance(run, P.CandRun) and run.nonce == nonce
+        init = chan.recv()
+        assert isinstance(init, P.CandInit) and init.nonce == nonce
         stage = "init"
-        parts = timing.Parts()
-        with parts("init"):
-            cand.construct(run)
-        stage = "correctness"
-        chan.send(cand.correctness(run, parts))
-        while True:  # one timed loop per request: the final evaluation's paired rounds send several
-            try:
-                req = chan.recv()
-            except EOFError:
-                return
-            if not (isinstance(req, P.CandTime) and req.nonce == nonce):
-                return
-            stage = "timing"
-            chan.send(cand.time(req, mark))
+        t0 = timing.now_ns()
+        cand.construct(init)
+        chan.send(P.CandReady(nonce=nonce, seconds=(timing.now_ns() - t0) / 1e9))
+        if link is None:
+            raise CandidateError("init", "the worker was started without its link to the judge")
+        cand.serve(link, mark)
     except CandidateError as exc:
         chan.send(P.WorkerError(nonce=nonce, stage=exc.stage, message=str(exc), flag=exc.flag))
     except Exception as exc:

@@ -1,20 +1,22 @@
 """The judge worker: trusted, never imports candidate code.
 
 It loads the problem, draws the input sets from seeds derived from the secret seed, computes the
-reference outputs (under the precision policy, and in fp64), writes only the initial weights where
-the candidate can read them (the candidate draws the same inputs from the sets' seeds: see
-skills/harness/exchange.py), compares the candidate's outputs, and times the baselines.
+reference outputs (under the precision policy, and in fp64), and writes only the initial weights
+where the candidate can read them. It then drives the candidate's calls over the link
+(skills/harness/driver.py): it hands each call's inputs over just in time, reads the outputs
+itself, compares them, and checks a random subset of the timed calls. It times the baselines.
 
 Run as `python -m skills.harness.judge` with the protocol on stdin/stdout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import random
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -31,18 +33,12 @@ from skills.harness.compare import (
     compare_output,
     reduction_length,
 )
-from skills.harness.exchange import (
-    OutputUnreadable,
-    draw_inputs,
-    fingerprint,
-    meta_tensor,
-    read_output,
-    to_device,
-)
+from skills.harness.driver import CandidateFault, Driver, Echo, loop_plan, warm_mean
+from skills.harness.exchange import draw_inputs, to_device
 from skills.harness.memory import too_big
-from skills.harness.timing import Loop, Parts
+from skills.harness.timing import Loop, Parts, calls_for, now_ns
 from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
-from skills.results import OutputError, SetResult
+from skills.results import Flag, SetResult
 
 
 def set_precision(precision: str) -> None:
@@ -81,7 +77,8 @@ class Judge:
         self.device = torch.device(start.device)
         self.loaded = load_problem(start.problem_path, sizes=start.sizes)
         # Before anything is allocated: a problem too big for this machine is refused in seconds.
-        why = too_big(self.loaded, start.n_sets + min(start.n_canaries, 1) + int(start.shape_check), self.device)
+        # resident at once: the regular sets, one loop's canaries, the shape set, the arena
+        why = too_big(self.loaded, start.n_sets + start.n_canaries + int(start.shape_check) + 1, self.device)
         if why is not None:
             raise ProblemRefused(why)
         self.precision = self.loaded.problem.precision
@@ -94,9 +91,13 @@ class Judge:
         self.refs: list[list[Reference]] = []
         self.compiled: Any = None
         self.sets: list[list[Any]] = []
+        self.shape_inputs: list[Any] = []
         self.shape_refs: list[Reference] = []
         self.shape_sizes: Sizes | None = None
+        self.shape_own_model = False
         self.parts = Parts()
+        self.driver: Driver | None = None
+        self.echo: Echo | None = None
 
     def _models(self, loaded: LoadedProblem, init_inputs: list[Any]) -> tuple[Any, Any, dict[str, Any]]:
         """Model(*init_inputs), initialised from torch's generator as the caller seeded it: on the
@@ -126,44 +127,35 @@ class Judge:
                                                                     loaded.get_inputs))
 
     def build(self) -> P.JudgeReady:
-        """Draw every input set, compute references, write the weights for the candidate."""
+        """Draw the regular input sets, compute references, write the weights for the candidate."""
         self._write_init("init.pt", self.init_inputs, self.state)
-        prints: list[list[float]] = []
         for k in range(self.start.n_sets):
             # Factory calls in get_inputs() land on the device: drawing 64M normals there takes
             # milliseconds instead of the CPU's seconds (same distributions, different stream).
-            dev_inputs = self._draw(k, prints)
+            dev_inputs = self._draw(k)
             self.refs.append(self._references(self.model, self.model64, dev_inputs))
             self.sets.append(dev_inputs)
         self._refuse_degenerate()
-        positions = self._sample_positions()
-        samples = [self._sample_refs(k, refs, positions) for k, refs in enumerate(self.refs)]
-        # Canaries (a few per paired round) are needed only at the sample positions: one at a
-        # time is resident, so their number does not raise the judge's peak memory.
-        for k in range(self.start.n_sets, self.start.n_sets + self.start.n_canaries):
-            refs = self._references(self.model, self.model64, self._draw(k, prints))
-            samples.append(self._sample_refs(k, refs, positions))
-            del refs
-        shape_print, shape_init = self._shape_set() if self.start.shape_check else ([], False)
+        if self.start.shape_check:
+            self._shape_set()
         props = torch.cuda.get_device_properties(self.device) if self.device.type == "cuda" else None
         return P.JudgeReady(
             nonce=self.start.nonce, name=self.loaded.problem.name, problem_id=self.loaded.problem.id,
-            precision=self.precision, n_outputs=len(self.refs[0]), sample_positions=positions,
-            samples=samples, gpu=props.name if props else None, torch_version=str(torch.__version__),
+            precision=self.precision, n_outputs=len(self.refs[0]),
+            gpu=props.name if props else None, torch_version=str(torch.__version__),
             l2_bytes=int(props.L2_cache_size) if props else 0, read_bytes=self._read_bytes(),
-            fingerprints=prints, shape_sizes=cast(Literal["small", "check"] | None, self.shape_sizes),
-            shape_fingerprint=shape_print, shape_init=shape_init,
+            shape_sizes=cast(Literal["small", "check"] | None, self.shape_sizes), shape_init=self.shape_own_model,
             input_shapes=[list(a.shape) for a in self.sets[0] if isinstance(a, torch.Tensor)] if self.sets else [],
         )
 
-    def _shape_set(self) -> tuple[list[float], bool]:
+    def _shape_set(self) -> None:
         """Row 14 of EXPLOITS.md: one more set at other sizes (the problem's SMALL_SIZES under the
         default ones, CHECK_SIZES under the small ones), for correctness only: a kernel that
-        hard-codes the timed shape fails it. Returns (its fingerprint, whether its model has init
-        inputs of its own, whose weights then go to init_shape.pt)."""
+        hard-codes the timed shape fails it. Its model's weights go to init_shape.pt when its
+        init inputs differ."""
         sizes = shape_check_sizes(self.loaded)
         if sizes is None:
-            return [], False
+            return
         shape = load_problem(self.start.problem_path, sizes=sizes)
         init_inputs = list(shape.get_init_inputs())
         own = not _same_value(init_inputs, self.init_inputs)
@@ -172,10 +164,10 @@ class Judge:
             set_seed(self.start.seed, P.SHAPE_INIT_SEED)
             model, model64, state = self._models(shape, init_inputs)
             self._write_init("init_shape.pt", init_inputs, state)
-        inputs = draw_inputs(shape.get_inputs, P.derive_seed(self.start.seed, P.SHAPE_SET_SEED), self.device)
-        self.shape_refs = self._references(model, model64, inputs)
+        self.shape_inputs = draw_inputs(shape.get_inputs, P.derive_seed(self.start.seed, P.SHAPE_SET_SEED), self.device)
+        self.shape_refs = self._references(model, model64, self.shape_inputs)
         self.shape_sizes = sizes
-        return fingerprint(inputs), own
+        self.shape_own_model = own
 
     def _read_bytes(self) -> int:
         tensors = [a for a in self.sets[0] if isinstance(a, torch.Tensor)] if self.sets else []
@@ -217,64 +209,159 @@ class Judge:
         mean = torch.stack([refs[i].r.double() for refs in self.refs]).mean(0).to(self.refs[0][i].r.dtype)
         return all(compare_output(i, mean, refs[i]).ok for refs in self.refs)
 
-    def _sample_positions(self) -> list[list[int]]:
-        rng = random.Random(self.start.seed ^ 0x5EED)
-        out = []
-        for ref in self.refs[0]:
-            n = ref.r.numel()
-            k = min(self.start.samples_per_output, n)
-            out.append(sorted(rng.sample(range(n), k)))
-        return out
+    def _draw(self, k: int) -> list[Any]:
+        """Input set k on the judge's device."""
+        return draw_inputs(self.loaded.get_inputs, P.derive_seed(self.start.seed, k), self.device)
 
-    def _draw(self, k: int, prints: list[list[float]]) -> list[Any]:
-        """Input set k on the judge's device; its checksum appended to `prints`."""
-        inputs = draw_inputs(self.loaded.get_inputs, P.derive_seed(self.start.seed, k), self.device)
-        prints.append(fingerprint(inputs))
-        return inputs
+    # ---- the candidate's calls (over the link) ----
 
-    def _sample_refs(self, k: int, refs: list[Reference], positions: list[list[int]]) -> P.SampleRefs:
-        values, budgets = [], []
-        for ref, pos in zip(refs, positions, strict=True):
-            idx = torch.tensor(pos, dtype=torch.long, device=ref.r64.device)
-            values.append(ref.r64.reshape(-1)[idx].tolist())
-            budgets.append(ref.budget.reshape(-1)[idx].tolist())
-        return P.SampleRefs(set_index=k, values=values, budgets=budgets)
-
-    def compare(self, req: P.CompareRequest) -> P.CompareReport:
-        sets = []
+    def check(self, req: P.CheckRequest, link: P.Link) -> P.CheckReport:
+        """Correctness: each set handed over and called once (under the op recorder), its outputs
+        compared whole. The shape check's set goes first, before the big sets' arena exists: a
+        kernel that hard-codes a larger shape then faults instead of writing into other memory."""
         self.parts = Parts()
-        for k, refs in enumerate(self.refs + ([self.shape_refs] if self.shape_refs else [])):
-            got = req.outputs[k] if k < len(req.outputs) else []
-            errs: list[OutputError] = []
-            for i, ref in enumerate(refs):
-                if i < len(got):
-                    errs.append(self._compare_one(req.out_dir, k, i, got[i], ref))
-                else:
-                    errs.append(OutputError(index=i, ok=False, shape=[], dtype="missing", max_abs_err=None,
-                                            max_rel_err=None, err_ratio=None, bad_elements=ref.r.numel(),
-                                            message=f"output {i} missing: the model returned {len(got)} outputs, expected {len(refs)}"))
-            sets.append(SetResult(set_index=k, ok=all(e.ok for e in errs), outputs=errs,
-                                  sizes=self.shape_sizes if k >= len(self.refs) else None))
-        return P.CompareReport(nonce=self.start.nonce, sets=sets, seconds=self.parts.seconds)
+        self.driver = drv = Driver(link, self.device, req.timing)
+        drv.within(req.limit_s)
+        flags: list[Flag] = []
+        results: dict[int, SetResult] = {}
+        n = len(self.sets)
+        if self.shape_refs:
+            with self.parts("hand-over"):
+                drv.offer(1, self.shape_inputs, [r.r for r in self.shape_refs], model=int(self.shape_own_model))
+            results[n] = self._check_one(drv, 1, self.shape_inputs, self.shape_refs, n, flags)
+            results[n].sizes = self.shape_sizes
+        with self.parts("hand-over"):
+            drv.offer(0, self.sets[0], [r.r for r in self.refs[0]])
+        for k in range(n):
+            results[k] = self._check_one(drv, 0, self.sets[k], self.refs[k], k, flags)
+        return P.CheckReport(nonce=self.start.nonce, sets=[results[k] for k in sorted(results)], flags=_dedupe(flags),
+                             seconds=self.parts.seconds)
 
-    def _compare_one(self, out_dir: str, k: int, i: int, meta: P.OutputFile, ref: Reference) -> OutputError:
-        """The candidate's output i of set k against its reference; the file is read only when its
-        shape and dtype are the reference's (untrusted sizes never decide how much is read)."""
-        stand_in = meta_tensor(meta)
-        if stand_in is None:
-            what = meta.kind if meta.kind != "Tensor" else f"tensor of dtype {meta.dtype or '?'}"
-            return compare_output(i, None, ref, kind=what)
-        if list(stand_in.shape) != list(ref.r.shape) or stand_in.dtype != ref.r.dtype or not meta.path:
-            return compare_output(i, stand_in, ref)
-        try:
-            with self.parts("read"):
-                got = read_output(meta, out_dir, k, i, self.device)
-        except OutputUnreadable as exc:
-            return OutputError(index=i, ok=False, shape=meta.shape, dtype=meta.dtype, max_abs_err=None,
-                               max_rel_err=None, err_ratio=None, bad_elements=ref.r.numel(),
-                               message=f"output {i} of set {k}: {exc}")
+    def _check_one(self, drv: Driver, group: int, inputs: list[Any], refs: list[Reference], k: int,
+                   flags: list[Flag]) -> SetResult:
+        with self.parts("hand-over"):
+            drv.put(group, inputs)
+        with self.parts("calls"):
+            called, _, _ = drv.call(group, inputs, watch="ops", stage="correctness")
+        flags += called.flags
         with self.parts("compare"):
-            return compare_output(i, got, ref)
+            errs = drv.compare(group, called, refs, k)
+            if drv.mutated(group, inputs):
+                flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs (input set {k}); inputs are read-only"))
+        return SetResult(set_index=k, ok=all(e.ok for e in errs), outputs=errs)
+
+    def time_round(self, req: P.TimeRequest) -> P.TimeReport:
+        """One timed loop: warm-up, the timed calls with this round's canaries at secret places and a
+        secret subset of calls checked, caller calls, probes and the profiler."""
+        drv = self.driver
+        assert drv is not None, "timing before correctness"
+        drv.within(req.limit_s)
+        parts = Parts()
+        n_sets = len(self.sets)
+        rng = random.Random(P.derive_seed(self.start.seed, 1_000_000 + req.round))
+        with parts("canary draw"):
+            first = n_sets + req.round * req.n_canaries
+            canaries = [self._canary(first + c) for c in range(req.n_canaries)]
+        with parts("warm-up"):
+            mean = self._warm_up(drv, req.timing)
+        n = calls_for(req.timing, mean)
+        canary_calls, checked = loop_plan(n, len(canaries), req.checked_fraction, rng)
+        events: list[float] = []
+        walls: list[float] = []
+        leads: list[float] = []
+        sent_ns: list[int] = []
+        back_ns: list[int] = []
+        flags: list[Flag] = []
+        bad = bad_canaries = 0
+        first_seq = drv.seq + 1
+        with parts("timed loop"):
+            for i in range(n):
+                if i in canary_calls:
+                    inputs, refs = canaries[canary_calls.index(i)]
+                else:
+                    inputs, refs = self.sets[i % n_sets], self.refs[i % n_sets]
+                drv.put(0, inputs)
+                called, sent, back = drv.call(0, inputs)
+                events.append(called.event_us)
+                walls.append(min(called.wall_us, (back - sent) / 1e3))
+                leads.append(called.lead_us)
+                sent_ns.append(sent)
+                back_ns.append(back)
+                flags += called.flags
+                if i in checked and not self._passes(drv, called, inputs, refs, i, flags):
+                    bad += 1
+                    bad_canaries += i in canary_calls
+        del canaries
+        samples = P.Samples(per_call_us=events, wall_us=walls, sync_overhead_us=0.0,
+                            lead_us=leads if self.device.type == "cuda" and req.timing.lead_us > 0 else [])
+        with parts("after the loop"):
+            bad += self._after_loop(drv, req, samples, flags)
+        return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
+                            canary_calls=canary_calls, checked_calls=len(checked), bad_calls=bad,
+                            bad_canaries=bad_canaries, sent_ns=sent_ns, back_ns=back_ns, flags=_dedupe(flags),
+                            seconds=parts.seconds)
+
+    def _canary(self, k: int) -> tuple[list[Any], list[Reference]]:
+        inputs = self._draw(k)
+        return inputs, self._references(self.model, self.model64, inputs)
+
+    def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> float:
+        """Untimed calls like the timed ones, until warmup_calls and warmup_seconds (at most 10x
+        the calls); the mean wall us of the later half (bounded by the judge's own clock)."""
+        walls: list[float] = []
+        began = now_ns()
+        i = 0
+        while i < timing.warmup_calls or (now_ns() - began) / 1e9 < timing.warmup_seconds:
+            inputs = self.sets[i % len(self.sets)]
+            drv.put(0, inputs)
+            called, sent, back = drv.call(0, inputs)
+            walls.append(min(max(called.wall_us, 0.0), (back - sent) / 1e3))
+            i += 1
+            if i >= 10 * timing.warmup_calls:
+                break
+        return warm_mean(walls)
+
+    def _after_loop(self, drv: Driver, req: P.TimeRequest, samples: P.Samples, flags: list[Flag]) -> int:
+        """After the timed calls: caller calls (cuda, no lead), three probe calls under the op recorder
+        (and on cpu one under the profiler), the profiler's launch accounting, the sync's own cost.
+        Their outputs are checked too; returns how many were wrong."""
+        bad = 0
+        n_sets = len(self.sets)
+        if self.device.type == "cuda":
+            for j in range(req.timing.caller_calls):
+                drv.put(0, self.sets[j % n_sets])
+                called, _, _ = drv.call(0, self.sets[j % n_sets], lead=False)
+                samples.caller_us.append(called.event_us)
+        watches = ["ops", "ops", "ops"] + (["profiler"] if self.device.type == "cpu" else [])
+        for j, watch in enumerate(watches):
+            inputs, refs = self.sets[j % n_sets], self.refs[j % n_sets]
+            drv.put(0, inputs)
+            called, _, _ = drv.call(0, inputs, watch=watch)
+            flags += called.flags
+            bad += not self._passes(drv, called, inputs, refs, -1, flags)
+        if self.device.type == "cuda":
+            if req.profile_calls:
+                drv.put(0, self.sets[0])
+                prof = drv.profile(req.profile_calls)
+                samples.kernel_us = prof.kernel_us
+                flags += prof.flags
+            samples.sync_overhead_us = drv.overhead()
+        return bad
+
+    def _passes(self, drv: Driver, called: P.Called, inputs: list[Any], refs: list[Reference], i: int,
+                flags: list[Flag]) -> bool:
+        ok = all(e.ok for e in drv.compare(0, called, refs, i))
+        if drv.mutated(0, inputs):
+            flags.append(Flag(name="input_mutation", detail="forward wrote into its inputs during the timed calls;"
+                              " inputs are read-only"))
+        return ok
+
+    def yardstick(self, req: P.YardstickRequest) -> P.YardstickReport:
+        assert self.driver is not None
+        if self.echo is None:
+            self.echo = Echo()
+        return P.YardstickReport(nonce=self.start.nonce, handback_us=self.driver.handback_times(self.refs[0], req.calls),
+                                 hop_us=self.echo.hops(req.calls))
 
     def baselines(self, req: P.BaselineRequest) -> P.BaselineReport:
         eager = compiled = None
@@ -291,16 +378,17 @@ class Judge:
                     error = f"{type(exc).__name__}: {exc}"[:2000]
         return P.BaselineReport(nonce=self.start.nonce, eager=eager, compile=compiled, compile_error=error)
 
-    def loop_work(self, req: P.PrepareRequest) -> P.PrepareReport:
-        """The timing loop's own work between calls, timed on these sets (the loop never calls the model)."""
-        loop = Loop(self.model, self.sets, self.device, req.timing)
-        outs = [ref.r for ref in self.refs[0]] if self.refs else []
-        return P.PrepareReport(nonce=self.start.nonce, prepare_us=loop.prepare_times(req.calls, outs))
-
     def _time(self, fn: Callable[..., Any], timing: P.TimingConfig) -> P.Samples:
         loop = Loop(fn, self.sets, self.device, timing)
         mean = loop.warmup(P.rotation(len(self.sets), 3 * len(self.sets)))
         return loop.run(P.rotation(len(self.sets), loop.n_calls(mean)))
+
+
+def _dedupe(flags: list[Flag]) -> list[Flag]:
+    seen: dict[str, Flag] = {}
+    for f in flags:
+        seen.setdefault(f.name, f)
+    return list(seen.values())
 
 
 def wait_preinit(chan: P.Channel) -> None:
@@ -322,10 +410,42 @@ class ProblemRefused(Exception):
     """The problem cannot be graded fairly (degenerate output)."""
 
 
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """While the judge drives the candidate's calls, its own torch ops (writing inputs, the flush,
+    comparisons) run on one thread: a pool of the judge's OpenMP workers spinning after each op
+    would take cores from the candidate's call on the cpu."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+STAGE_OF: dict[type, str] = {P.CheckRequest: "correctness", P.TimeRequest: "timing", P.YardstickRequest: "timing",
+                             P.BaselineRequest: "baseline"}
+
+
+def _serve(judge: Judge, msg: P.Message, chan: P.Channel, link: P.Link | None) -> None:
+    """Answer one request of the parent."""
+    if isinstance(msg, P.CheckRequest):
+        if link is None:
+            raise RuntimeError("the judge was started without its link to the candidate")
+        chan.send(judge.check(msg, link))
+    elif isinstance(msg, P.TimeRequest):
+        chan.send(judge.time_round(msg))
+    elif isinstance(msg, P.YardstickRequest):
+        chan.send(judge.yardstick(msg))
+    elif isinstance(msg, P.BaselineRequest):
+        chan.send(judge.baselines(msg))
+
+
 def main() -> None:
     os.umask(0o022)  # the candidate (another uid) must read the weights the judge writes
     pin_self(os.environ.get("KAGENT_CPUS"))
     chan = P.take_over_stdio()
+    link = P.Link.inherited()
     wait_preinit(chan)
     preinit()
     chan.send(P.Warm())
@@ -343,15 +463,15 @@ def main() -> None:
                 return
             if getattr(msg, "nonce", None) != start.nonce:
                 continue
-            if isinstance(msg, P.CompareRequest):
-                stage = "compare"
-                chan.send(judge.compare(msg))
-            elif isinstance(msg, P.PrepareRequest):
-                stage = "prepare"
-                chan.send(judge.loop_work(msg))
-            elif isinstance(msg, P.BaselineRequest):
-                stage = "baseline"
-                chan.send(judge.baselines(msg))
+            stage = STAGE_OF.get(type(msg), stage)
+            try:
+                if isinstance(msg, P.CheckRequest | P.TimeRequest | P.YardstickRequest):
+                    with one_thread():
+                        _serve(judge, msg, chan, link)
+                else:
+                    _serve(judge, msg, chan, link)
+            except CandidateFault as exc:
+                chan.send(P.WorkerError(nonce=start.nonce, stage=exc.stage, message=str(exc), flag=exc.flag, candidate=True))
     except (ProblemRefused, BudgetUndefined) as exc:
         chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem refused: {exc}"))
     except ProblemError as exc:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import struct
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
+from skills.harness.arena import Layout
 from skills.precision_code import UNCHECKED, PrecisionEvidence
 from skills.results import Flag, Precision, SetResult
 
@@ -38,8 +40,9 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
     reset_persisting_l2: bool = True
     """Demote persisting L2 lines before every call (EXPLOITS row 17; cuda)."""
     work_buffers: int = 1
-    """Pointer-stable input buffer sets the calls rotate through (call i uses set i % n). 4 made
-    the time per call no steadier between evaluations on the H200 (README, Timing stability)."""
+    """Pointer-stable input buffer sets the baselines' calls rotate through (call i uses set i % n;
+    the candidate's calls use the judge's one arena). 4 made the time per call no steadier between
+    evaluations on the H200 (README, Timing stability)."""
     lead_us: float = 100.0
     """cuda: before each timed call, queue a spin kernel this long ahead of the start event, so
     the GPU is still busy while the host launches the call: the time per call is then the device's
@@ -75,11 +78,11 @@ class JudgeStart(msgspec.Struct, tag=True, kw_only=True):
     seed: int
     n_sets: int
     n_canaries: int
-    samples_per_output: int
+    """Canaries per timed loop (drawn before each loop, resident together during it)."""
     exchange_dir: str
     """Where the judge writes the initial weights (init.pt) for the candidate."""
     shape_check: bool = True
-    """Also draw one set at other sizes (skills.problem.shape_check_sizes), for correctness only."""
+    """Also draw one set at other sizes (skills/problem.shape_check_sizes), for correctness only."""
     evidence: PrecisionEvidence = UNCHECKED
     """What the scan of the candidate's built code found (skills/precision_code.py); the judge's
     budget is fair only where it was checked and holds no reduced-precision instruction."""
@@ -90,16 +93,6 @@ SHAPE_SET_SEED = -2
 SHAPE_INIT_SEED = -3
 
 
-class SampleRefs(msgspec.Struct, kw_only=True):
-    """Reference values and per-element budgets at the secret sample positions of one set."""
-
-    set_index: int
-    values: list[list[float]]
-    """Per output: r64 at the sample positions."""
-    budgets: list[list[float]]
-    """Per output: the per-element error budget at those positions."""
-
-
 class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
     """Judge -> parent: references computed; the initial weights written to the exchange dir."""
 
@@ -108,19 +101,13 @@ class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
     problem_id: str
     precision: Precision
     n_outputs: int
-    sample_positions: list[list[int]]
-    samples: list[SampleRefs]
     gpu: str | None
     torch_version: str
     l2_bytes: int
     read_bytes: int = 0
     """Bytes one call must read from memory at least (inputs, parameters, buffers): a timing floor."""
-    fingerprints: list[list[float]] = msgspec.field(default_factory=list)
-    """Per input set (regular, then canaries): a checksum per input, so the candidate can tell that
-    it drew the same inputs from the set's seed."""
     shape_sizes: Literal["small", "check"] | None = None
     """The shape check's sizes (None: no shape check); its set comes after the regular ones."""
-    shape_fingerprint: list[float] = msgspec.field(default_factory=list)
     shape_init: bool = False
     """The shape check's model has init inputs of its own: weights in exchange/init_shape.pt."""
     input_shapes: list[list[int]] = msgspec.field(default_factory=list)
@@ -128,29 +115,56 @@ class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
     so the agent's report can say what was timed and checked."""
 
 
-class OutputFile(msgspec.Struct, kw_only=True):
-    """One output of one set, as raw bytes (C order) in `path`; empty path: not a plain tensor."""
-
-    path: str
-    shape: list[int]
-    dtype: str
-    kind: str = "Tensor"
-    """The Python type the forward returned (for the message when it is not a tensor)."""
-
-
-class CompareRequest(msgspec.Struct, tag=True, kw_only=True):
-    """Parent -> judge: compare the candidate's outputs (per set, per output)."""
+class CheckRequest(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> judge: run the correctness sets through the candidate (over the link) and compare."""
 
     nonce: str
-    out_dir: str
-    outputs: list[list[OutputFile]]
+    timing: TimingConfig
+    """The evaluation's loop settings (the candidate's loop gets them with the arena)."""
+    limit_s: float
+    """The candidate must have answered every call by then, or it timed out."""
 
 
-class CompareReport(msgspec.Struct, tag=True, kw_only=True):
+class CheckReport(msgspec.Struct, tag=True, kw_only=True):
     nonce: str
     sets: list[SetResult]
+    flags: list[Flag]
     seconds: dict[str, float] = msgspec.field(default_factory=dict)
-    """Where the judge's time went (read, compare)."""
+    """Where the judge's time went (hand-over, calls, compare)."""
+
+
+class TimeRequest(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> judge: drive one timed loop of the candidate (warm-up, timed calls with this
+    round's canaries, caller calls, probes, profiler) and check a random subset of its calls."""
+
+    nonce: str
+    timing: TimingConfig
+    round: int
+    n_canaries: int
+    checked_fraction: float
+    profile_calls: int
+    """Extra calls under the profiler for kernel time and launch accounting (0: none)."""
+    limit_s: float
+    """The candidate must have answered every call of the loop by then, or it timed out."""
+
+
+class TimeReport(msgspec.Struct, tag=True, kw_only=True):
+    nonce: str
+    samples: Samples
+    """The candidate's own times (a hint that the marks bound)."""
+    first_seq: int
+    """The call number of the first timed call (its marks carry it)."""
+    canary_calls: list[int]
+    """Timed calls (0-based in the loop) that ran on never-seen inputs."""
+    checked_calls: int
+    bad_calls: int
+    bad_canaries: int
+    sent_ns: list[int]
+    """Per timed call: the judge's realtime clock when it asked for the call."""
+    back_ns: list[int]
+    """...and when the call's answer was back (the outputs written)."""
+    flags: list[Flag]
+    seconds: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class BaselineRequest(msgspec.Struct, tag=True, kw_only=True):
@@ -185,18 +199,21 @@ class BaselineReport(msgspec.Struct, tag=True, kw_only=True):
     compile_error: str | None
 
 
-class PrepareRequest(msgspec.Struct, tag=True, kw_only=True):
-    """Parent -> judge: time the timing loop's own work between calls (copy the inputs in, flush
-    the cache, sync) on the judge's input sets, as a trusted yardstick for the candidate's loop."""
+class YardstickRequest(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> judge: time, on the judge's own side of the arena, what the candidate's worker does
+    between two timed calls (release the outputs, copy them into the arena, sync): a trusted
+    yardstick for the candidate's share of the time between its calls (clock_check)."""
 
     nonce: str
-    timing: TimingConfig
     calls: int = 15
 
 
-class PrepareReport(msgspec.Struct, tag=True, kw_only=True):
+class YardstickReport(msgspec.Struct, tag=True, kw_only=True):
     nonce: str
-    prepare_us: list[float]
+    handback_us: list[float]
+    hop_us: list[float]
+    """One message from one thread of the judge to another and the wake-up (half a round trip),
+    under the machine's load as it is: what one hop over the link costs."""
 
 
 # ---- candidate (untrusted: imports model_new.py and the agent's kernels) ----
@@ -222,57 +239,102 @@ class CandImported(msgspec.Struct, tag=True, kw_only=True):
     nonce: str
 
 
-class CandRun(msgspec.Struct, tag=True, kw_only=True):
-    """Parent -> candidate: draw the correctness input sets from their seeds and run them."""
+class CandInit(msgspec.Struct, tag=True, kw_only=True):
+    """Parent -> candidate: build ModelNew from the judge's weights; then serve the judge's calls."""
 
     nonce: str
     exchange_dir: str
-    """Holds problem.py (for get_inputs) and init.pt (the judge's initial weights)."""
-    sizes: Literal["default", "small"]
-    out_dir: str
-    set_seeds: list[int]
-    fingerprints: list[list[float]]
-    """The judge's checksums of the same sets."""
-    shape_sizes: Literal["small", "check"] | None = None
-    """Then one more set at these sizes (the shape check), from shape_seed, into set index len(set_seeds)."""
-    shape_seed: int = 0
-    shape_fingerprint: list[float] = msgspec.field(default_factory=list)
+    """Holds init.pt (the judge's initial weights) and, with shape_init, init_shape.pt."""
     shape_init: bool = False
-    """Build a second ModelNew from exchange/init_shape.pt for the shape check's set."""
+    """Build a second ModelNew from exchange/init_shape.pt for the shape check's calls (model 1)."""
 
 
-class CandTime(msgspec.Struct, tag=True, kw_only=True):
-    """Parent -> candidate: correctness passed; time the model over the sets and canaries."""
-
+class CandReady(msgspec.Struct, tag=True, kw_only=True):
     nonce: str
-    canary_seeds: list[int]
-    canary_fingerprints: list[list[float]]
-    sample_positions: list[list[int]]
-    timing: TimingConfig
-    canary_fractions: list[float]
-    """Where in the timed loop each canary set is used, once (fractions of the loop)."""
-    profile_calls: int
-    """Extra calls under the profiler for kernel time and launch accounting (0: none)."""
+    seconds: float
 
 
-class CandOutputs(msgspec.Struct, tag=True, kw_only=True):
-    nonce: str
-    outputs: list[list[OutputFile]]
+# ---- the link: judge <-> candidate, a socket pair the parent made (no nonce: private to both) ----
+
+
+class Offer(msgspec.Struct, tag=True, kw_only=True):
+    """Judge -> candidate: an arena to map (cpu: its memfd comes with this frame; cuda: `handle`)."""
+
+    group: int
+    layout: Layout
+    handle: bytes = b""
+    scalars: list[Any] = msgspec.field(default_factory=list)
+    """forward's arguments, with None where an input slot goes."""
+    model: int = 0
+    """Which ModelNew runs this group's calls (1: the shape check's own weights)."""
+    timing: TimingConfig = msgspec.field(default_factory=TimingConfig)
+    """The evaluation's loop settings (lead, persisting-L2 reset); the judge does the flush."""
+
+
+class Accepted(msgspec.Struct, tag=True, kw_only=True):
+    group: int
+
+
+class Call(msgspec.Struct, tag=True, kw_only=True):
+    """Judge -> candidate: the inputs are in place in the group's arena; run forward once and copy
+    its outputs into the arena. Nothing says which set this is, whether it counts, or is checked."""
+
+    seq: int
+    group: int = 0
+    lead: bool = True
+    watch: Literal["none", "ops", "profiler"] = "none"
+    """ops: under the op recorder (correctness and probe calls); profiler: the cpu profiler."""
+    scalars: list[Any] | None = None
+    """This call's non-tensor arguments, where they differ from the offer's."""
+
+
+class OutputMeta(msgspec.Struct, kw_only=True):
+    """What forward returned for one output: its type, shape and dtype; `copied`: it matched the
+    arena's slot and its bytes are there."""
+
+    kind: str
+    shape: list[int]
+    dtype: str
+    copied: bool
+
+
+class Called(msgspec.Struct, tag=True, kw_only=True):
+    seq: int
+    event_us: float
+    wall_us: float
+    lead_us: float
+    outputs: list[OutputMeta]
+    flags: list[Flag] = msgspec.field(default_factory=list)
+
+
+class Overhead(msgspec.Struct, tag=True, kw_only=True):
+    """Judge -> candidate: measure what the events and sync cost around an empty call."""
+
+    group: int = 0
+
+
+class OverheadReport(msgspec.Struct, tag=True, kw_only=True):
+    sync_overhead_us: float
+
+
+class Profile(msgspec.Struct, tag=True, kw_only=True):
+    """Judge -> candidate: calls under the CUDA profiler on the arena's current inputs."""
+
+    group: int
+    calls: int
+
+
+class Profiled(msgspec.Struct, tag=True, kw_only=True):
+    kernel_us: float | None
     flags: list[Flag]
-    seconds: dict[str, float] = msgspec.field(default_factory=dict)
-    """Where the candidate's time went (init, draw, run, checks, write)."""
 
 
-class CandTiming(msgspec.Struct, tag=True, kw_only=True):
-    nonce: str
-    samples: Samples
-    set_order: list[int]
-    """Input set used by each timed call."""
-    spot: list[list[list[float]]]
-    """Per timed call, per output: values at the sample positions."""
-    flags: list[Flag]
-    seconds: dict[str, float] = msgspec.field(default_factory=dict)
-    """Wall seconds of the timing stage's parts (diagnostics only)."""
+class Failed(msgspec.Struct, tag=True, kw_only=True):
+    """Candidate -> judge: the agent's code failed (forward raised, the arena could not be mapped)."""
+
+    stage: str
+    message: str
+    flag: Flag | None = None
 
 
 class Started(msgspec.Struct, tag=True, kw_only=True):
@@ -297,15 +359,20 @@ class WorkerError(msgspec.Struct, tag=True, kw_only=True):
     stage: str
     message: str
     flag: Flag | None = None
+    candidate: bool = False
+    """Sent by the judge about the candidate: its call failed, timed out or broke the link."""
 
 
 Message = (
-    JudgeStart | JudgeReady | CompareRequest | CompareReport | BaselineRequest | BaselineReport | PrepareRequest | PrepareReport
-    | CandStart | CandImported | CandRun | CandTime | CandOutputs | CandTiming | Started | Preinit | Warm | WorkerError
+    JudgeStart | JudgeReady | CheckRequest | CheckReport | TimeRequest | TimeReport | BaselineRequest | BaselineReport
+    | YardstickRequest | YardstickReport | CandStart | CandImported | CandInit | CandReady | Started | Preinit | Warm
+    | WorkerError
 )
+LinkMessage = Offer | Accepted | Call | Called | Overhead | OverheadReport | Profile | Profiled | Failed
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(Message)
+_link_decoder = msgspec.msgpack.Decoder(LinkMessage)
 
 
 def encode(msg: Message) -> bytes:
@@ -350,6 +417,74 @@ class Channel:
             data = data[os.write(self.write_fd, data):]
 
 
+LINK_ENV = "KAGENT_LINK_FD"
+"""Each worker's end of the judge <-> candidate socket pair, as an inherited file descriptor."""
+
+
+class LinkClosed(Exception):
+    """The other side of the link closed it (the candidate died) or did not answer in time."""
+
+
+class Link:
+    """The judge <-> candidate link: framed messages on a Unix stream socket, file descriptors
+    (the cpu arena's memfd) alongside an Offer's frame, and a deadline on every receive."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.sock.setblocking(True)
+
+    @classmethod
+    def inherited(cls) -> Link | None:
+        fd = os.environ.get(LINK_ENV)
+        if not fd:
+            return None
+        return cls(socket.socket(fileno=int(fd)))
+
+    def send(self, msg: LinkMessage, fds: list[int] | None = None) -> None:
+        data = encode(msg)  # type: ignore[arg-type]
+        if fds:
+            sent = socket.send_fds(self.sock, [data[:4]], fds)
+            data = data[sent:]
+        self.sock.sendall(data)
+
+    def _exactly(self, n: int, timeout: float | None) -> bytes:
+        self.sock.settimeout(timeout)
+        chunks: list[bytes] = []
+        try:
+            while n:
+                chunk = self.sock.recv(min(n, 1 << 20))
+                if not chunk:
+                    raise LinkClosed("the other side closed the link")
+                chunks.append(chunk)
+                n -= len(chunk)
+        except TimeoutError:
+            raise LinkClosed(f"no answer within {timeout:.0f} s") from None
+        return b"".join(chunks)
+
+    def recv(self, timeout: float | None = None, fds: bool = False) -> tuple[LinkMessage, list[int]]:
+        """The next message (and, with fds, the descriptors that came with its first bytes)."""
+        got: list[int] = []
+        if fds:
+            self.sock.settimeout(timeout)
+            try:
+                head, got, _flags, _addr = socket.recv_fds(self.sock, 4, 4)
+            except TimeoutError:
+                raise LinkClosed(f"no answer within {timeout:.0f} s") from None
+            if not head:
+                raise LinkClosed("the other side closed the link")
+            head += self._exactly(4 - len(head), timeout) if len(head) < 4 else b""
+        else:
+            head = self._exactly(4, timeout)
+        body = self._exactly(frame_length(head), timeout)
+        try:
+            return _link_decoder.decode(body), got
+        except msgspec.DecodeError as exc:
+            raise LinkClosed(f"an unreadable message on the link ({exc})") from None
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 def take_over_stdio() -> Channel:
     """Move the protocol pipe off fds 0/1 so prints from candidate code cannot corrupt it."""
     read_fd, write_fd = os.dup(0), os.dup(1)
@@ -363,19 +498,3 @@ def take_over_stdio() -> Channel:
 def rotation(n_sets: int, n_calls: int) -> list[int]:
     """Set index per call: 0, 1, ..., n_sets-1, 0, 1, ..."""
     return [i % n_sets for i in range(n_calls)]
-
-
-def timed_order(n_sets: int, n_calls: int, canary_fractions: list[float]) -> list[int]:
-    """The timed loop's set per call: the rotation, with canary c (set n_sets + c) once each at
-    fraction c of the loop (the next free call when two land on the same one). The parent
-    rebuilds it to check the order the candidate reports."""
-    order = rotation(n_sets, n_calls)
-    taken: set[int] = set()
-    for c, frac in enumerate(canary_fractions):
-        pos = min(n_calls - 1, int(frac * n_calls))
-        while pos in taken and len(taken) < n_calls:
-            pos = (pos + 1) % n_calls
-        if len(taken) < n_calls:
-            taken.add(pos)
-            order[pos] = n_sets + c
-    return order

@@ -29,6 +29,8 @@ import torch
 from skills.harness.protocol import Samples, TimingConfig
 
 _perf_ns = time.perf_counter_ns
+_realtime_ns = time.clock_gettime_ns
+_REALTIME = time.CLOCK_REALTIME
 _gc_enabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 _copy = torch.Tensor.copy_
 _zero = torch.Tensor.zero_
@@ -96,7 +98,9 @@ class Loop:
     """Runs `fn` over rotating input sets with the cache flushed between calls."""
 
     def __init__(self, fn: Callable[..., Any], sets: Sequence[Sequence[Any]], device: torch.device,
-                 config: TimingConfig) -> None:
+                 config: TimingConfig, *, external: bool = False) -> None:
+        """external: `sets` is one set whose tensors someone else fills before each call (the
+        candidate's arena, which the judge writes and flushes): no copies, no buffers of its own."""
         self.fn = fn
         self.sets = sets
         self.device = device
@@ -105,13 +109,14 @@ class Loop:
         # Pointer-stable buffers: calls see fixed addresses with changing contents, so memoising
         # by pointer returns a stale answer that the spot checks catch. With work_buffers > 1,
         # call i uses set i % n (tried for stability; it measured no steadier on the H200).
-        self.works = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[0]]
-                      for _ in range(max(1, config.work_buffers))]
+        self.works = [list(sets[0])] if external else [
+            [a.clone() if isinstance(a, torch.Tensor) else a for a in sets[0]] for _ in range(max(1, config.work_buffers))]
+        self.external = external
         self.work = self.works[0]
         self._calls = 0
         self.lead_cycles = 0  # set by calibrate_lead(), corrected in place by warmup()
         self.last_lead_us = 0.0  # how long the last call's lead held the GPU (event time)
-        flush_bytes = 2 * llc_bytes(device) if config.flush_l2 else 0
+        flush_bytes = 2 * llc_bytes(device) if config.flush_l2 and not external else 0
         self.flush_buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
         # Events go on the caller's (default) stream: work the call leaves elsewhere is missed by
         # the events but not by the device-wide sync, which the wall clock then exposes.
@@ -120,12 +125,13 @@ class Loop:
     def _prepare(self, set_index: int) -> None:
         self.work = self.works[self._calls % len(self.works)]
         self._calls += 1
-        for w, src in zip(self.work, self.sets[set_index], strict=True):
-            if isinstance(w, torch.Tensor):
-                _copy(w, src)
+        if not self.external:
+            for w, src in zip(self.work, self.sets[set_index], strict=True):
+                if isinstance(w, torch.Tensor):
+                    _copy(w, src)
         if self.cuda and _reset_l2 is not None and self.config.reset_persisting_l2:
             _reset_l2()  # demote persisting lines so the flush below evicts them too
-        if self.config.flush_l2:
+        if self.config.flush_l2 and not self.external:
             _zero(self.flush_buf)
         if self.cuda:
             _sync()  # outside the timed region
@@ -159,6 +165,13 @@ class Loop:
             _sync_all()
             rates.append(probe / max(float(_elapsed_ms(a, b)) * 1e3, 1e-3))
         self.lead_cycles = int(self.config.lead_us * statistics.median(rates))
+
+    def correct_lead(self, held_us: Sequence[float]) -> None:
+        """The spin counts cycles: at the clock the GPU keeps *between these calls* (lower when a
+        call leaves it idle, waiting for the host) it lasts longer or shorter than calibrated."""
+        held = statistics.median(held_us) if held_us and self.lead_cycles else 0.0
+        if held > 0:
+            self.lead_cycles = max(1, int(self.lead_cycles * self.config.lead_us / held))
 
     def lead(self, _sleep: Any = _spin) -> None:
         """Queue the lead (a no-op on cpu or when it is off)."""
@@ -226,17 +239,11 @@ class Loop:
             i += 1
             if i >= 10 * self.config.warmup_calls:
                 break
-        # The spin counts cycles: at the clock the GPU keeps *between these calls* (lower when a
-        # call leaves it idle, waiting for the host) it lasts longer or shorter than calibrated.
-        held = statistics.median(leads[len(leads) // 2:]) if self.lead_cycles else 0.0
-        if held > 0:
-            self.lead_cycles = max(1, int(self.lead_cycles * self.config.lead_us / held))
+        self.correct_lead(leads[len(leads) // 2:])
         return statistics.fmean(walls[len(walls) // 2:])
 
     def n_calls(self, mean_us: float) -> int:
-        """Timed calls that fill target_seconds of calls, within [min_calls, max_calls]."""
-        n = int(self.config.target_seconds * 1e6 / max(mean_us, 1.0))
-        return max(self.config.min_calls, min(self.config.max_calls, n))
+        return calls_for(self.config, mean_us)
 
     def run(self, order: Sequence[int], after: AfterCall | None = None, mark: MarkCall | None = None) -> Samples:
         """Timed calls over `order` (set index per call); `mark` brackets each call's clock window."""
@@ -268,6 +275,12 @@ class Loop:
         return [self.call(s, lead=False)[0] for s in order]
 
 
+def calls_for(config: TimingConfig, mean_us: float) -> int:
+    """Timed calls that fill target_seconds of calls, within [min_calls, max_calls]."""
+    n = int(config.target_seconds * 1e6 / max(mean_us, 1.0))
+    return max(config.min_calls, min(config.max_calls, n))
+
+
 @contextlib.contextmanager
 def _no_gc() -> Iterator[None]:
     """No garbage collection inside timed calls (as timeit does): a full collection landed in the
@@ -279,6 +292,21 @@ def _no_gc() -> Iterator[None]:
     finally:
         if collect:
             _gc_enable()
+
+
+def sync() -> None:
+    """Device-wide sync (cuda) through the reference bound at import."""
+    if _HAS_CUDA:
+        _sync()
+
+
+def now_ns() -> int:
+    return int(_perf_ns())
+
+
+def realtime_ns() -> int:
+    """The clock the kernel stamps the marks with (skills/marks.py), for the judge's own stamps."""
+    return _realtime_ns(_REALTIME)
 
 
 class Parts:

@@ -1,0 +1,221 @@
+"""Memory the judge owns and shares with the candidate: each call's inputs and outputs.
+
+The judge lays out one arena per group of shapes (the timed sizes; the shape check's sizes): a
+slot per tensor input and per output, each 256-byte aligned, in one allocation. It writes a set's
+inputs into the input slots just before it asks for a call, and reads the outputs from the output
+slots after it (the candidate's worker copies what forward returned there). So the candidate's
+process never holds an input set before the call that uses it, nor anything it could compare with.
+
+- cpu: a memfd, sealed against shrinking and growing (so the candidate cannot truncate it under
+  the judge's mapping), passed to the candidate over the link by SCM_RIGHTS;
+- cuda: one cuMemAlloc'd block exported with the driver's legacy IPC handle (64 bytes, sent in the
+  offer), opened by the candidate with cuIpcOpenMemHandle. On the H200 both this and POSIX-fd
+  handles cross the sandbox's namespaces (benchmarks/results/cuda-ipc-probe-h200.json).
+
+Both sides see the slots as torch tensors over the shared bytes (a uint8 base, sliced and viewed).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import mmap
+import os
+from ctypes import byref, c_int, c_size_t, c_uint, c_uint64, c_void_p
+from typing import Any
+
+import msgspec
+import torch
+
+ALIGN = 256
+_SEALS = 0x0002 | 0x0004 | 0x0001  # F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL
+_F_ADD_SEALS = 1033
+
+
+class SlotSpec(msgspec.Struct, kw_only=True, frozen=True):
+    """One tensor in the arena: where its bytes start, its shape and dtype."""
+
+    offset: int
+    shape: list[int]
+    dtype: str
+
+
+class Layout(msgspec.Struct, kw_only=True, frozen=True):
+    """An arena's slots: the tensor inputs (by argument position) and the outputs."""
+
+    inputs: list[SlotSpec]
+    input_positions: list[int]
+    """Argument position of each input slot; the other arguments are not tensors."""
+    outputs: list[SlotSpec]
+    nbytes: int
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _dtype(name: str) -> torch.dtype:
+    dt = getattr(torch, name, None)
+    if not isinstance(dt, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return dt
+
+
+def layout_for(inputs: list[Any], outputs: list[torch.Tensor]) -> Layout:
+    """Slots for the tensor arguments of `inputs` and for tensors shaped like `outputs`."""
+    offset = 0
+    specs: list[list[SlotSpec]] = [[], []]
+    positions = []
+    for side, tensors in enumerate(([a for a in inputs if isinstance(a, torch.Tensor)], outputs)):
+        for t in tensors:
+            specs[side].append(SlotSpec(offset=offset, shape=list(t.shape), dtype=_name(t.dtype)))
+            offset += -(-t.numel() * t.element_size() // ALIGN) * ALIGN
+    positions = [i for i, a in enumerate(inputs) if isinstance(a, torch.Tensor)]
+    return Layout(inputs=specs[0], input_positions=positions, outputs=specs[1], nbytes=max(offset, ALIGN))
+
+
+def views(base: torch.Tensor, specs: list[SlotSpec]) -> list[torch.Tensor]:
+    """Tensors over `base` (uint8, the whole arena) at the slots."""
+    out = []
+    for s in specs:
+        dt = _dtype(s.dtype)
+        n = math.prod(s.shape) * torch.empty(0, dtype=dt).element_size()
+        out.append(base[s.offset:s.offset + n].view(dt).view(s.shape))
+    return out
+
+
+class Arena:
+    """One side's mapping of an arena; `inputs` and `outputs` are tensors over the shared bytes."""
+
+    def __init__(self, layout: Layout, base: torch.Tensor, release: Any) -> None:
+        self.layout = layout
+        self.base = base
+        self.inputs = views(base, layout.inputs)
+        self.outputs = views(base, layout.outputs)
+        self._release = release
+
+    def arguments(self, scalars: list[Any]) -> list[Any]:
+        """forward's arguments: the input slots at their positions, `scalars` in the other places."""
+        args = list(scalars)
+        for pos, t in zip(self.layout.input_positions, self.inputs, strict=True):
+            args[pos] = t
+        return args
+
+    def close(self) -> None:
+        self.inputs = self.outputs = []
+        del self.base
+        if self._release is not None:
+            self._release()
+            self._release = None
+
+
+# ---- cpu: a sealed memfd ----
+
+def host_create(layout: Layout) -> tuple[Arena, int]:
+    """The judge's side: (the arena, the memfd to pass to the candidate; the caller closes it)."""
+    fd = os.memfd_create("kagent-arena", os.MFD_CLOEXEC | getattr(os, "MFD_ALLOW_SEALING", 2))
+    os.ftruncate(fd, layout.nbytes)
+    import fcntl
+
+    fcntl.fcntl(fd, _F_ADD_SEALS, _SEALS)
+    return _host_map(layout, fd), fd
+
+
+def host_attach(layout: Layout, fd: int) -> Arena:
+    """The candidate's side of a memfd the judge passed; refuses one that is not sealed or too small."""
+    import fcntl
+
+    seals = fcntl.fcntl(fd, 1034)  # F_GET_SEALS
+    try:
+        if seals & 0x0006 != 0x0006 or os.fstat(fd).st_size < layout.nbytes:
+            raise ValueError("the judge's arena is not a sealed memfd of the announced size")
+        return _host_map(layout, fd)
+    finally:
+        os.close(fd)  # the mapping stays
+
+
+def _host_map(layout: Layout, fd: int) -> Arena:
+    buf = mmap.mmap(fd, layout.nbytes, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    base = torch.frombuffer(buf, dtype=torch.uint8, count=layout.nbytes)
+
+    def release() -> None:
+        try:
+            buf.close()
+        except BufferError:  # a view still exported: the mapping goes with the process
+            pass
+
+    return Arena(layout, base, release)
+
+
+# ---- cuda: the driver's legacy IPC ----
+
+class CudaError(RuntimeError):
+    pass
+
+
+class _IpcHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+
+
+_LAZY_PEER = 1
+
+
+class _Driver:
+    """The few driver calls the arena needs, on the primary context torch uses."""
+
+    def __init__(self) -> None:
+        self.lib = ctypes.CDLL("libcuda.so.1")
+        self.call("cuInit", c_uint(0))
+        dev, ctx = c_int(), c_void_p()
+        self.call("cuDeviceGet", byref(dev), c_int(torch.cuda.current_device()))
+        self.call("cuDevicePrimaryCtxRetain", byref(ctx), dev)
+        self.call("cuCtxSetCurrent", ctx)
+
+    def call(self, name: str, *args: Any) -> None:
+        rc = getattr(self.lib, name)(*args)
+        if rc != 0:
+            text = ctypes.c_char_p()
+            self.lib.cuGetErrorString(c_int(rc), byref(text))
+            raise CudaError(f"{name} failed: {rc} {(text.value or b'?').decode()}")
+
+
+_driver: _Driver | None = None
+
+
+def _drv() -> _Driver:
+    global _driver
+    if _driver is None:
+        _driver = _Driver()
+    return _driver
+
+
+def _device_base(ptr: int, nbytes: int) -> torch.Tensor:
+    class View:
+        __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
+                                    "strides": None, "version": 2}
+
+    return torch.as_tensor(View())
+
+
+def device_create(layout: Layout) -> tuple[Arena, bytes]:
+    """The judge's side: (the arena, its 64-byte IPC handle for the candidate)."""
+    d = _drv()
+    p = c_uint64()
+    d.call("cuMemAlloc_v2", byref(p), c_size_t(layout.nbytes))
+    ptr = p.value
+    h = _IpcHandle()
+    try:
+        d.call("cuIpcGetMemHandle", byref(h), c_uint64(ptr))
+    except CudaError:
+        d.call("cuMemFree_v2", c_uint64(ptr))
+        raise
+    return Arena(layout, _device_base(ptr, layout.nbytes), lambda: d.call("cuMemFree_v2", c_uint64(ptr))), bytes(h)
+
+
+def device_attach(layout: Layout, handle: bytes) -> Arena:
+    """The candidate's side of the judge's IPC handle."""
+    d = _drv()
+    p = c_uint64()
+    d.call("cuIpcOpenMemHandle_v2", byref(p), _IpcHandle.from_buffer_copy(handle), c_uint(_LAZY_PEER))
+    ptr = p.value
+    return Arena(layout, _device_base(ptr, layout.nbytes), lambda: d.call("cuIpcCloseMemHandle", c_uint64(ptr)))
