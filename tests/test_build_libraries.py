@@ -446,3 +446,25 @@ def test_gpu_tf32_override_keeps_library_calls_in_fp32(tmp_path: Path) -> None:
         errors[override] = float(proc.stdout.strip().splitlines()[-1])
     assert errors["0"] < 1e-5, errors  # fp32: ~1e-7 relative to the largest output
     assert errors[None] > 1e-4, errors  # TF32 keeps 10 mantissa bits: ~1e-3
+
+
+# ----------------------------------------------------------------------------- launch accounting
+
+
+def test_library_kernels_launched_by_the_kernels_count_as_theirs() -> None:
+    """skills/harness/launches.py: a cuBLAS kernel the agent's C++ launched (no torch op active, only
+    the call window) is the agent's work; the same kernel launched under aten::mm is torch compute,
+    and one whose launcher is unknown is not trusted either."""
+    from skills.harness.launches import Span, account
+
+    windows = [Span(f"kagent_call_{i}", 100.0 * i, 100.0 * i + 50.0) for i in range(3)]
+    sgemm = "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>(Params)"
+
+    direct = [Span(sgemm, 100.0 * i + 10, 100.0 * i + 30, f"kagent_call_{i}") for i in range(3)]
+    # Only library kernels, launched from the call itself: neither a decoy nor a fallback.
+    assert account(windows, direct, ["bias_relu_k"], "c_abi")[1] == []
+    for launcher in ("aten::mm", "kagent_call_0", None):  # a torch op, another call, unknown
+        kernels = [direct[0], direct[1]._replace(launcher=launcher), direct[2]]
+        _, flags = account(windows, kernels, ["bias_relu_k"], "c_abi")
+        assert [f.name for f in flags] == ["decoy_kernel", "torch_fallback"], (launcher, flags)
+        assert "1 of 3 profiled calls" in flags[0].detail and "cutlass" in flags[1].detail

@@ -1,7 +1,11 @@
 """Launch accounting under the profiler (cuda): summed kernel time per call, decoy kernels, torch fallbacks.
 
 Rows 15-16 of EXPLOITS.md: every call must launch at least one of the agent's own kernels, and no
-kernel of torch's or a vendor library's may run inside `ModelNew.forward`.
+kernel of torch's may run inside `ModelNew.forward`. A vendor library's kernel (cuBLAS, cuDNN) is the
+agent's when the agent's C++ launched it: the profiler links each kernel to the torch op that was
+active on the host when it was launched, and a kernel launched with no op active but the call
+window itself came from the kernels' own code (docs/kernel-abi.md, "Libraries"); one launched
+under an aten op is torch compute.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ class Span(NamedTuple):
     name: str
     start: float
     end: float
+    launcher: str | None = None
+    """A kernel's: the torch op or call window active on the host at its launch (None: unknown)."""
 
 
 def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: str) -> tuple[float | None, list[Flag]]:
@@ -69,15 +75,20 @@ def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: s
     # ranges are the call windows; CUDA events not named like a window are the kernels.
     windows = [Span(e.name, e.time_range.start, e.time_range.end) for e in events
                if e.name.startswith("kagent_call_") and e.device_type == DeviceType.CPU]
-    kernels = [Span(e.name, e.time_range.start, e.time_range.end) for e in events
+    # Host ops (correlation 0 of their own) by id; a kernel's linked correlation names the innermost.
+    ops = {e.id: e.name for e in events
+           if e.device_type == DeviceType.CPU and getattr(e, "linked_correlation_id", None) == 0}
+    kernels = [Span(e.name, e.time_range.start, e.time_range.end, ops.get(getattr(e, "linked_correlation_id", 0) or -1))
+               for e in events
                if e.device_type == DeviceType.CUDA and not e.name.startswith("kagent_call_")
                and not _is_lead(e.name)]
     return account(windows, kernels, kernel_names, flavour)
 
 
 def account(windows: list[Span], kernels: list[Span], kernel_names: list[str], flavour: str) -> tuple[float | None, list[Flag]]:
-    """Attribute kernels to the call windows they started in; flag calls without a built kernel
-    (decoy) and library kernels inside calls (torch fallback). Returns (kernel us per call, flags)."""
+    """Attribute kernels to the call windows they started in; flag calls without a built kernel or
+    a library kernel the kernels' C++ launched (decoy), and torch/library kernels launched under a
+    torch op or from an unknown place (torch fallback). Returns (kernel us per call, flags)."""
     windows = sorted(windows, key=lambda w: w.start)
     per_call_custom = [0] * len(windows)
     foreign: set[str] = set()
@@ -86,10 +97,12 @@ def account(windows: list[Span], kernels: list[Span], kernel_names: list[str], f
         for w, win in enumerate(windows):
             if win.start <= k.start <= win.end:
                 kernel_total += k.end - k.start
-                if _is_custom(k.name, kernel_names, flavour):
-                    per_call_custom[w] += 1
-                elif not _is_copy(k.name):
-                    foreign.add(k.name)
+                if _is_copy(k.name):
+                    pass
+                elif _is_custom(k.name, kernel_names, flavour) or k.launcher == win.name:
+                    per_call_custom[w] += 1  # built from kernels/, or a library call of their C++
+                else:
+                    foreign.add(k.name)  # launched under a torch op (or from where is unknown)
                 break
     flags: list[Flag] = []
     missing = sum(1 for c in per_call_custom if c == 0)
