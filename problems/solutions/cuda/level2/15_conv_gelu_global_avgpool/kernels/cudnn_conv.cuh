@@ -54,8 +54,9 @@ inline const Plan& plan(int n, int c, int h, int w, int k, int r, int s, int pad
     p.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;  // needs no workspace
     p.ws_bytes = 0;
     for (int i = 0; i < got; ++i) {
-        if (perf[i].status == CUDNN_STATUS_SUCCESS && exact_algo(perf[i].algo) && perf[i].mathType == CUDNN_FMA_MATH &&
-            perf[i].memory <= ws_cap) {
+        // FMA math was asked for on the descriptor; an entry may still report the default math type.
+        const bool fma = perf[i].mathType == CUDNN_FMA_MATH || perf[i].mathType == CUDNN_DEFAULT_MATH;
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && exact_algo(perf[i].algo) && fma && perf[i].memory <= ws_cap) {
             p.algo = perf[i].algo;
             p.ws_bytes = perf[i].memory;
             break;
