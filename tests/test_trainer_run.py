@@ -108,7 +108,8 @@ def test_empty_store_waits_and_says_so(tmp_path: Path) -> None:
     r = run_cli("--db", str(db), "--model", str(model_json(tmp_path)), "--out", str(tmp_path / "out"),
                 "--wait-timeout", "1", "--poll-seconds", "0.2", "--no-progress", "--no-tensorboard")
     assert r.returncode == 0, r.stderr
-    assert "waiting for episodes: 0 new usable" in r.stderr and "need --min-episodes 32" in r.stderr
+    assert "waiting for episodes: have 0 of 32 (--min-episodes) new usable" in r.stderr
+    assert "--wait-timeout" in r.stderr
     assert "no step after waiting" in r.stderr and "--wait-timeout" in r.stderr
     assert r.stderr.count("waiting for episodes") == 1  # said once, not every poll
 
@@ -326,3 +327,42 @@ def test_two_processes_train_data_parallel(tmp_path: Path) -> None:
         two, one = load_file(str(tmp_path / "o" / "step_1" / name)), load_file(str(tmp_path / "s" / "step_1" / name))
         for k in one:
             torch.testing.assert_close(two[k], one[k], rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------------------ quick start offline
+
+
+def test_tiny_preset_trains_rft_offline(tmp_path: Path) -> None:
+    """`--model tiny` is built in code (random weights, the scripted server's byte vocabulary):
+    no hub, no download; one RFT step on logged ids, a checkpoint, a policy version."""
+    prompt = [1, *range(3, 259), 2]  # every id of the scripted server's toy tokenizer
+    db = make_store(tmp_path, [(prompt, [3 + ord(c) for c in "write_file"] + [2], 1.0)] * 2)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1"}
+    r = subprocess.run([sys.executable, "-m", "trainer.run", "--db", str(db), "--model", "tiny", "--stage", "rft",
+                        "--out", str(tmp_path / "rft"), "--min-episodes", "2", "--max-steps", "1", "--no-progress",
+                        "--no-tensorboard"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "rft" / "step_1" / "STABLE").is_file()
+    assert "Traceback" not in r.stderr
+
+
+def test_a_prompt_over_max_len_is_the_reason_given(tmp_path: Path) -> None:
+    long_prompt = [3] * 9000
+    db = make_store(tmp_path, [(long_prompt, [4, 5], 1.0), ([3, 4], [5, 6], 0.0)])
+    r = run_cli("--db", str(db), "--model", "tiny", "--stage", "rft", "--out", str(tmp_path / "o"), "--min-episodes", "2",
+                "--max-len", "4096", "--wait-timeout", "1", "--poll-seconds", "0.2", "--no-progress", "--no-tensorboard")
+    assert r.returncode == 0, r.stderr
+    assert ("2 episodes, none usable: 1 prompt_over_max_len (the first prompt alone fills --max-len),"
+            " 1 low_reward (reward not above --rft-min-reward); the longest first prompt is 9000 tokens and"
+            " --max-len is 4096: pass --max-len 10024 or more") in r.stderr, r.stderr
+
+
+def test_a_model_that_cannot_be_fetched_is_one_line(tmp_path: Path) -> None:
+    db = make_store(tmp_path, [([3, 4], [5, 6], 1.0)])
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    r = subprocess.run([sys.executable, "-m", "trainer.run", "--db", str(db), "--model", "no-such-org/no-such-model",
+                        "--out", str(tmp_path / "o"), "--min-episodes", "1", "--no-progress", "--no-tensorboard"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 2, r.stderr
+    assert "--model no-such-org/no-such-model: cannot be loaded (" in r.stderr
+    assert "the built-in preset `tiny`" in r.stderr and "Traceback" not in r.stderr

@@ -17,6 +17,17 @@ from runtime.config import field_docs
 Stage = Literal["rft", "value", "ppo"]
 
 
+
+MODEL_PRESETS: dict[str, dict[str, Any]] = {
+    # A random-weight qwen2 built in code, for a quick start offline: its vocabulary is the
+    # scripted policy server's toy tokenizer (runtime/scripted.py: 3 special ids, then the 256
+    # UTF-8 bytes), so it trains on the demo episodes as they were logged.
+    "tiny": dict(model_type="qwen2", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, vocab_size=259, tie_word_embeddings=True,
+                 max_position_embeddings=32768),
+}
+"""--model names built in code (no download), each a transformers config."""
+
 class TrainConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Everything `python -m trainer.run` reads."""
 
@@ -190,8 +201,8 @@ def validate(cfg: TrainConfig) -> str | None:
         return "--clip-low must be in [0, 1) and --clip-high >= 0"
     if cfg.is_cap <= 1:
         return f"--is-cap must be above 1 (got {cfg.is_cap})"
-    if not Path(cfg.model).exists() and not re.fullmatch(r"[\w.-]+/[\w.-]+", cfg.model):
-        return (f"--model {cfg.model}: no such file or folder (a transformers checkpoint folder, a"
+    if cfg.model not in MODEL_PRESETS and not Path(cfg.model).exists() and not re.fullmatch(r"[\w.-]+/[\w.-]+", cfg.model):
+        return (f"--model {cfg.model}: no such file or folder (a preset: {', '.join(MODEL_PRESETS)}; a transformers checkpoint folder, a"
                 " config JSON, or a Hugging Face model id)")
     if cfg.adapter is not None and not (cfg.lora and (Path(cfg.adapter) / "adapter_config.json").is_file()):
         return f"--adapter {cfg.adapter}: needs --lora and a folder holding adapter_config.json"

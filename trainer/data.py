@@ -117,7 +117,7 @@ class Skip(msgspec.Struct, kw_only=True, frozen=True):
     reason: str
     """Short reason (counted per reason in the metrics)."""
     detail: str = ""
-    """Specifics for the log."""
+    """Specifics for the log (prompt_over_max_len: the tokens before the first sampled one)."""
 
 
 # ------------------------------------------------------------------------------------ SQL
@@ -264,8 +264,11 @@ def build_episode(ref: EpisodeRef, turns: list[Turn], *, max_len: int, vocab_siz
     if isinstance(docs, Skip):
         return docs
     check_vocab(ref, docs, vocab_size)
+    before = sum(int(d.sampled.argmax()) if d.sampled.any() else len(d.ids) for d in docs[:1])
     docs, cut = truncate(docs, max_len)
     if not any(d.sampled.any() for d in docs):
+        if cut:  # the whole budget went to the prompt: say so, and how long it is
+            return Skip(episode_id=ref.id, reason="prompt_over_max_len", detail=str(before))
         return Skip(episode_id=ref.id, reason="no_sampled_tokens")
     return EpisodeTokens(ref=ref, docs=docs, truncated=cut)
 

@@ -27,11 +27,10 @@ from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from trainer.algos import chosen_logprobs
-from trainer.config import TrainConfig
+from trainer.config import MODEL_PRESETS, TrainConfig
 
 ATTN = "kagent_docs"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
@@ -90,15 +89,20 @@ def load_causal_lm(spec: str, *, dtype: torch.dtype, seed: int) -> Any:
     from transformers import AutoConfig, AutoModelForCausalLM
 
     register_attention()
-    if spec.endswith(".json") and Path(spec).is_file():
-        raw = json.loads(Path(spec).read_text())
+    if spec in MODEL_PRESETS or (spec.endswith(".json") and Path(spec).is_file()):
+        raw = dict(MODEL_PRESETS[spec]) if spec in MODEL_PRESETS else json.loads(Path(spec).read_text())
         config = AutoConfig.for_model(raw.pop("model_type"), **raw)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = AutoModelForCausalLM.from_config(  # type: ignore[no-untyped-call]
                 config, attn_implementation=ATTN, dtype=dtype)
     else:
-        model = AutoModelForCausalLM.from_pretrained(spec, attn_implementation=ATTN, dtype=dtype)
+        try:
+            model = AutoModelForCausalLM.from_pretrained(spec, attn_implementation=ATTN, dtype=dtype)
+        except OSError as exc:  # not a local folder, and the hub could not be reached or has no such model
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelError(f"--model {spec}: cannot be loaded ({first[:300]}); offline, point --model at a"
+                             " local checkpoint folder, a config JSON, or the built-in preset `tiny`") from None
     return model
 
 
@@ -248,6 +252,8 @@ def build_critic(cfg: TrainConfig, *, dtype: torch.dtype, source: Path | None) -
             backbone = load_lora(backbone, source) if source is not None else add_lora(backbone, cfg)
     critic = Critic(backbone, int(unwrap_lm(backbone).config.hidden_size))
     if source is not None:
+        from safetensors.torch import load_file  # the [train] extra: imported where used
+
         head = load_file(str(source / "value_head.safetensors"))
         critic.value_head.load_state_dict(head)
     if cfg.grad_checkpointing:
@@ -296,6 +302,8 @@ def save_critic(critic: Critic, folder: Path, *, state_dict: dict[str, Tensor] |
     head = {k.removeprefix("value_head."): v for k, v in sd.items() if k.startswith("value_head.")}
     with _quiet_peft():
         critic.backbone.save_pretrained(str(folder), state_dict=backbone if state_dict is not None else None)
+    from safetensors.torch import save_file
+
     save_file({k: v.detach().cpu().contiguous() for k, v in head.items()}, str(folder / "value_head.safetensors"))
 
 

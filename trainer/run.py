@@ -334,6 +334,31 @@ def episode_metrics(episodes: list[EpisodeTokens], skips: list[Skip], sel: Selec
     return m
 
 
+SKIP_HELP = {
+    "prompt_over_max_len": "the first prompt alone fills --max-len",
+    "low_reward": "reward not above --rft-min-reward",
+    "no_sampled_tokens": "no token the policy sampled",
+    "looping": "repeats itself --loop-repeats times",
+    "malformed": "malformed tool calls",
+    "ungraded": "no reward",
+    "no_logprobs": "no behaviour logprobs (ppo needs them)",
+}
+"""What each skip reason means, in the log line of a step with nothing to train on."""
+
+
+def none_usable(skips: list[Skip], cfg: TrainConfig) -> str:
+    """One line: why every selected episode was left out, and what to change."""
+    counts = Counter(s.reason for s in skips)
+    parts = [f"{n} {reason}" + (f" ({SKIP_HELP[reason]})" if reason in SKIP_HELP else "")
+             for reason, n in counts.most_common()]
+    line = f"{len(skips)} episodes, none usable: {', '.join(parts)}"
+    prompts = [int(s.detail) for s in skips if s.reason == "prompt_over_max_len" and s.detail.isdigit()]
+    if prompts:
+        line += (f"; the longest first prompt is {max(prompts)} tokens and --max-len is {cfg.max_len}:"
+                 f" pass --max-len {max(prompts) + 1024} or more")
+    return line
+
+
 async def _next(trainer: Trainer, store: Store, waited: float) -> Selection | str:
     """A selection to train on, or 'wait' / 'stop' (rank 0 decides)."""
     cfg, acc = trainer.cfg, trainer.acc
@@ -343,10 +368,12 @@ async def _next(trainer: Trainer, store: Store, waited: float) -> Selection | st
         if len(sel.refs) >= cfg.min_episodes:
             decision = sel
         else:
-            msg = (f"waiting for episodes: {len(sel.refs)} new usable in {cfg.db}, need --min-episodes"
-                   f" {cfg.min_episodes} ({sel.stale} stale dropped, newest policy version {sel.latest})")
+            msg = (f"waiting for episodes: have {len(sel.refs)} of {cfg.min_episodes} (--min-episodes) new usable"
+                   f" in {cfg.db} ({sel.stale} stale dropped, newest policy version {sel.latest})")
             if msg != trainer.last_wait:
-                log.info("%s; looking again every %g s", msg, cfg.poll_seconds)
+                until = ("pass --wait-timeout S to stop waiting" if cfg.wait_timeout is None
+                         else f"giving up after --wait-timeout {cfg.wait_timeout:g} s")
+                log.info("%s; looking again every %g s; %s", msg, cfg.poll_seconds, until)
                 trainer.last_wait = msg
             if cfg.wait_timeout is not None and waited >= cfg.wait_timeout:
                 log.info("no step after waiting %.0f s (--wait-timeout); exiting", waited)
@@ -418,8 +445,7 @@ async def train(cfg: TrainConfig) -> int:
             for s in skips:
                 log.debug("episode %d skipped: %s %s", s.episode_id, s.reason, s.detail)
             if not episodes:
-                log.info("%d episodes, none usable (%s)", len(skips),
-                         ", ".join(f"{k} {v}" for k, v in Counter(s.reason for s in skips).items()))
+                log.info("%s", none_usable(skips, cfg))
                 continue
             metrics = await to_thread.run_sync(trainer.step, episodes)
             metrics.update(episode_metrics(episodes, skips, decision))
@@ -432,8 +458,23 @@ async def train(cfg: TrainConfig) -> int:
     return trainer.state.step
 
 
+TRAIN_EXTRA = ("transformers", "accelerate", "safetensors", "peft")
+"""What `pip install 'kagent[train]'` adds and the trainer imports (tensorboard: with --tensorboard)."""
+
+
+def missing_extra(cfg: TrainConfig) -> list[str]:
+    """The trainer's packages that are not installed."""
+    import importlib.util
+
+    wanted = [*TRAIN_EXTRA, *(["tensorboard"] if cfg.tensorboard else [])]
+    return [name for name in wanted if importlib.util.find_spec(name) is None]
+
+
 def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv, description=__doc__)
+    if missing := missing_extra(cfg):
+        sys.stderr.write(f"trainer: {', '.join(missing)} not installed: pip install 'kagent[train]'\n")
+        return 2
     rank = int(os.environ.get("RANK", "0"))  # under accelerate launch / torchrun: only rank 0 talks
     logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s",
                         datefmt="%H:%M:%S")
