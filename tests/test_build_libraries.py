@@ -468,3 +468,30 @@ def test_library_kernels_launched_by_the_kernels_count_as_theirs() -> None:
         _, flags = account(windows, kernels, ["bias_relu_k"], "c_abi")
         assert [f.name for f in flags] == ["decoy_kernel", "torch_fallback"], (launcher, flags)
         assert "1 of 3 profiled calls" in flags[0].detail and "cutlass" in flags[1].detail
+
+
+# ----------------------------------------------------------------------------- graded end to end (GPU)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.gpu
+@needs_real("cublas", "cublasLt", "cudnn")
+@pytest.mark.parametrize("solution", ["level2/19_pointwise_conv_hardswish_residual", "level2/06_linear_bias_relu",
+                                      "level2/15_conv_gelu_global_avgpool", "level3/07_small_cnn"])
+def test_gpu_library_workspaces_grade_correct(solution: str, tmp_path: Path) -> None:
+    """cuBLAS, cuBLASLt and cuDNN workspaces through the whole evaluation (judge, sandboxed candidate,
+    launch accounting): correct on every input set, no flag (their library kernels are theirs)."""
+    import anyio
+
+    from skills.baselines import JsonBaselineCache
+    from skills.evaluate import EvalConfig, evaluate
+
+    config = EvalConfig(backend="cuda", baselines=["eager"],
+                        build=BuildConfig(backend="cuda", cache_dir=str(tmp_path / "build"), arch=detect_arch() or "sm_90"))
+    cache = JsonBaselineCache(tmp_path / "baselines.json")
+    result = anyio.run(lambda: evaluate(ROOT / "problems" / f"{solution}.py", ROOT / "problems/solutions/cuda" / solution,
+                                        mode="profile", config=config, baseline_cache=cache))
+    assert result.error is None, result.error
+    assert result.build is not None and result.build.libraries, result.build
+    assert result.correct and not result.flags, (result.flags, [o.message for s in result.sets for o in s.outputs])
