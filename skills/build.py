@@ -247,10 +247,10 @@ def build(kernels_dir: str | Path, config: BuildConfig) -> BuildResult:
     start = time.perf_counter()
     try:
         snap = _read_snapshot(Path(kernels_dir), config.backend)
-        if _is_torch_flavour(snap):
-            return _build_torch(snap, config, start)
-        functions = parse_signatures(snap.sources)
         libraries = _libraries(snap, config)
+        if _is_torch_flavour(snap):
+            return _build_torch(snap, config, start, libraries)
+        functions = parse_signatures(snap.sources)
         return _build_c_abi(snap, functions, config, start, libraries)
     except BuildError as exc:
         return _failed(config, str(exc), start)
@@ -837,14 +837,19 @@ def _demangle(resources: list[KernelResources]) -> list[KernelResources]:
 # --------------------------------------------------------------------------- torch flavour
 
 
-def _build_torch(snap: _Snapshot, config: BuildConfig, start: float) -> BuildResult:
-    """Compatibility path: build a torch extension with torch.utils.cpp_extension.load."""
+def _build_torch(snap: _Snapshot, config: BuildConfig, start: float,
+                 libraries: list[FoundLibrary]) -> BuildResult:
+    """Compatibility path: build a torch extension with torch.utils.cpp_extension.load (the
+    libraries its sources include are added as for the C-ABI build)."""
     import torch
     from torch.utils import cpp_extension
 
     files = {**snap.sources, **snap.headers}
     key = _sha(_RECIPE, "torch", torch.__version__, sys.version, config.backend, config.arch,
-               KAGENT_H.read_bytes(), *[p for name, data in files.items() for p in (name, data)])
+               KAGENT_H.read_bytes(), *[p for name, data in files.items() for p in (name, data)],
+               *[lib.fingerprint for lib in libraries])
+    ldflags = [f"{lib.lib_dir}/{f}" for lib in libraries if lib.lib_dir for f in lib.libs]
+    ldflags += [f"-Wl,-rpath,{lib.lib_dir}" for lib in libraries if lib.lib_dir]
     build_dir = Path(config.cache_dir) / "torch" / key[:32]
     src_dir = build_dir / "src"
     for name, data in files.items():
@@ -860,16 +865,16 @@ def _build_torch(snap: _Snapshot, config: BuildConfig, start: float) -> BuildRes
         module = cpp_extension.load(
             name=name, sources=[str(src_dir / n) for n in snap.sources],
             build_directory=str(build_dir), extra_cflags=["-O3"], extra_cuda_cflags=["-O3"],
-            extra_include_paths=[str(src_dir), str(HARNESS_DIR)],
-            with_cuda=config.backend == "cuda", verbose=False,
+            extra_include_paths=[str(src_dir), str(HARNESS_DIR), *_include_dirs(libraries, config)],
+            extra_ldflags=ldflags, with_cuda=config.backend == "cuda", verbose=False,
         )
     except (RuntimeError, OSError, ImportError, subprocess.CalledProcessError) as exc:
         text = _rewrite_paths(str(exc), {f"{src_dir}/": "kernels/"})
         errors = trim_diagnostics(text, "error", config.max_error_chars)
-        return _failed(config, errors, start, flavour="torch", key=key,
+        return _failed(config, errors, start, flavour="torch", key=key, libraries=libraries,
                        units=[msgspec.structs.replace(u, ok=False) for u in units])
     return BuildResult(
         ok=True, backend=config.backend, flavour="torch", lib_path=str(module.__file__),
         functions=[], errors="", warnings="", resources=[], units=units, cached=cached,
-        seconds=time.perf_counter() - start, key=key,
+        seconds=time.perf_counter() - start, key=key, libraries=libraries,
     )

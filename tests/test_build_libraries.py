@@ -495,3 +495,37 @@ def test_gpu_library_workspaces_grade_correct(solution: str, tmp_path: Path) -> 
     assert result.error is None, result.error
     assert result.build is not None and result.build.libraries, result.build
     assert result.correct and not result.flags, (result.flags, [o.message for s in result.sets for o in s.outputs])
+
+
+TORCH_EXT_CU = """\
+#include <torch/extension.h>
+#include <cublas_v2.h>
+
+// y = x @ w^T through the extension's own cuBLAS handle (torch-flavour build: the library is linked too).
+void mm_t(torch::Tensor x, torch::Tensor w, torch::Tensor y) {
+    static cublasHandle_t h = [] { cublasHandle_t t; cublasCreate(&t); return t; }();
+    const int m = x.size(0), k = x.size(1), n = w.size(0);
+    const float one = 1.f, zero = 0.f;
+    cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, w.data_ptr<float>(), k, x.data_ptr<float>(), k, &zero,
+                y.data_ptr<float>(), n);
+}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("mm_t", &mm_t); }
+"""
+
+
+@pytest.mark.gpu
+@needs_real("cublas")
+def test_gpu_torch_flavour_links_the_library(tmp_path: Path) -> None:
+    import importlib.util
+
+    result = build(write(tmp_path / "ws" / "kernels", {"ext.cu": TORCH_EXT_CU}), cuda_config(tmp_path, None))
+    assert result.ok and result.lib_path, result.errors
+    assert result.flavour == "torch" and [lib.name for lib in result.libraries] == ["cublas"]
+    spec = importlib.util.spec_from_file_location(Path(result.lib_path).name.split(".")[0], result.lib_path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x, w = torch.randn(33, 65, device="cuda"), torch.randn(17, 65, device="cuda")
+    y = torch.empty(33, 17, device="cuda")
+    module.mm_t(x, w, y)
+    torch.testing.assert_close(y, (x.double() @ w.double().t()).float(), rtol=1e-5, atol=1e-5)
