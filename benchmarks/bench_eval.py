@@ -180,24 +180,23 @@ _LAST_TIMED: list[Any] = []
 
 
 def _keep_samples() -> None:
-    """Keep each candidate's timed loop (raw per-call samples and the set each call used)."""
+    """Keep each candidate's timed loop (the judge's report: raw per-call samples)."""
     import skills.evaluate as ev
 
-    check = ev.canary_time_check
+    check = ev.checked_calls_flags
 
-    def keep(timed: Any, n_regular: int) -> Any:
+    def keep(timed: Any) -> Any:
         _LAST_TIMED.append(timed)
-        return check(timed, n_regular)
+        return check(timed)
 
-    ev.canary_time_check = keep
+    ev.checked_calls_flags = keep
 
 
-def _slowest(timed: Any, n_regular: int, k: int = 3) -> list[dict[str, Any]]:
-    """The k slowest timed calls: index in the loop, input set (canary or not), time."""
+def _slowest(timed: Any, k: int = 3) -> list[dict[str, Any]]:
+    """The k slowest timed calls: index in the loop, time (each call ran on a set of its own)."""
     times = timed.samples.per_call_us
     top = sorted(range(len(times)), key=lambda i: -times[i])[:k]
-    return [{"call": i, "of": len(times), "set": timed.set_order[i], "canary": timed.set_order[i] >= n_regular,
-             "us": round(times[i], 1)} for i in top]
+    return [{"call": i, "of": len(times), "us": round(times[i], 1)} for i in top]
 
 
 def _calls(slowest: list[dict[str, Any]]) -> str:
@@ -238,7 +237,7 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                         assert r.candidate is not None, r.error
                         timed = _LAST_TIMED[0] if _LAST_TIMED else None
                         spread = _quantiles(timed.samples.per_call_us) if timed else {}
-                        slowest = _slowest(timed, cfg.n_sets) if timed else []
+                        slowest = _slowest(timed) if timed else []
                         c = r.candidate
                         got[name].append({"median_us": c.per_call_us.median, "cv": c.cv,
                                           "caller_us": c.caller_us.median if c.caller_us else None,

@@ -723,7 +723,7 @@ def calibrate(path: Path, *, sizes: str = "small", seed: int = 0, n_sets: int = 
         only = device_candidates(device)
     with tempfile.TemporaryDirectory(prefix="kagent-calib-") as tmp:
         start = P.JudgeStart(nonce="calibrate", problem_path=str(path), sizes=sizes, device=device,  # type: ignore[arg-type]
-                             seed=seed, n_sets=n_sets, n_canaries=0,
+                             seed=seed, n_sets=n_sets,
                              exchange_dir=tmp, shape_check=False,
                              evidence=PrecisionEvidence(checked=True, how="calibration: a clean scan"))
         judge = Judge(start)

@@ -4,8 +4,9 @@ and reads the outputs itself (DESIGN section 5, "The trust boundary").
 Per call: the judge writes the set's inputs into the arena (skills/harness/arena.py), resets
 persisting L2 lines, flushes the last-level cache and syncs, then sends `Call` over the link; the
 candidate's worker marks, times and runs forward, copies its outputs into the arena and answers
-`Called`. Which set a call used, whether it is a canary, and whether the judge checks its output
-are decided here, from the judge's secret seed, and never sent.
+`Called`. Every timed call runs on an input set drawn for it alone; which calls the judge checks
+(against a reference computed for that call) is decided here, from the judge's secret seed, and
+never sent.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from skills.results import Flag, OutputError
 T = TypeVar("T")
 
 MIN_CHECKED = 8
-"""Timed calls the judge checks at least, besides every canary call."""
+"""Timed calls the judge checks at least per loop."""
+MAX_CHECKED = 24
+"""...and at most: a check computes the call's own reference (its set was drawn for it alone)."""
 
 
 class CandidateFault(Exception):
@@ -195,11 +198,11 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
                                               b.contiguous().view(-1).view(torch.uint8))
 
 
-def loop_plan(n: int, n_canaries: int, checked_fraction: float, rng: random.Random) -> tuple[list[int], set[int]]:
-    """The calls (of n) that run a canary, and the calls the judge checks (every canary's among them)."""
-    canaries = sorted(rng.sample(range(n), min(n_canaries, n)))
-    k = min(n, max(MIN_CHECKED, math.ceil(checked_fraction * n)))
-    return canaries, set(rng.sample(range(n), k)) | set(canaries)
+def loop_plan(n: int, checked_fraction: float, rng: random.Random) -> set[int]:
+    """The timed calls (of n) the judge checks: a share of them, at least MIN_CHECKED and at most
+    MAX_CHECKED (each check computes that call's reference), at secret places."""
+    k = min(n, max(MIN_CHECKED, min(MAX_CHECKED, math.ceil(checked_fraction * n))))
+    return set(rng.sample(range(n), k))
 
 
 def warm_mean(walls: list[float]) -> float:

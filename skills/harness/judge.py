@@ -67,6 +67,12 @@ def _same_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and bool(a == b)
 
 
+TIMED_SEEDS = 1 << 40
+"""derive_seed indices of the timed calls' input sets start here (round r's call i: TIMED_SEEDS
++ r * CALLS_PER_ROUND + i), far from the correctness sets' (0, 1, ...)."""
+CALLS_PER_ROUND = 1 << 20
+
+
 def set_seed(seed: int, index: int) -> None:
     torch.manual_seed(P.derive_seed(seed, index))
 
@@ -77,8 +83,8 @@ class Judge:
         self.device = torch.device(start.device)
         self.loaded = load_problem(start.problem_path, sizes=start.sizes)
         # Before anything is allocated: a problem too big for this machine is refused in seconds.
-        # resident at once: the regular sets, one loop's canaries, the shape set, the arena
-        why = too_big(self.loaded, start.n_sets + start.n_canaries + int(start.shape_check) + 1, self.device)
+        # resident at once: the regular sets, the shape set, a timed call's own set, the arena
+        why = too_big(self.loaded, start.n_sets + int(start.shape_check) + 2, self.device)
         if why is not None:
             raise ProblemRefused(why)
         self.precision = self.loaded.problem.precision
@@ -251,35 +257,29 @@ class Judge:
         return SetResult(set_index=k, ok=all(e.ok for e in errs), outputs=errs)
 
     def time_round(self, req: P.TimeRequest) -> P.TimeReport:
-        """One timed loop: warm-up, the timed calls with this round's canaries at secret places and a
-        secret subset of calls checked, caller calls, probes and the profiler."""
+        """One timed loop: warm-up over the regular sets, then timed calls each on an input set drawn
+        for it alone (never seen, never repeated: a cache keyed on content never hits), a secret
+        subset of them checked whole; then caller calls, probes and the profiler."""
         drv = self.driver
         assert drv is not None, "timing before correctness"
         drv.within(req.limit_s)
         parts = Parts()
-        n_sets = len(self.sets)
-        rng = random.Random(P.derive_seed(self.start.seed, 1_000_000 + req.round))
-        with parts("canary draw"):
-            first = n_sets + req.round * req.n_canaries
-            canaries = [self._canary(first + c) for c in range(req.n_canaries)]
+        rng = random.Random(P.derive_seed(self.start.seed, TIMED_SEEDS + req.round))
         with parts("warm-up"):
             mean = self._warm_up(drv, req.timing)
         n = calls_for(req.timing, mean)
-        canary_calls, checked = loop_plan(n, len(canaries), req.checked_fraction, rng)
+        checked = loop_plan(n, req.checked_fraction, rng)
         events: list[float] = []
         walls: list[float] = []
         leads: list[float] = []
         sent_ns: list[int] = []
         back_ns: list[int] = []
         flags: list[Flag] = []
-        bad = bad_canaries = 0
+        bad = 0
         first_seq = drv.seq + 1
         with parts("timed loop"):
             for i in range(n):
-                if i in canary_calls:
-                    inputs, refs = canaries[canary_calls.index(i)]
-                else:
-                    inputs, refs = self.sets[i % n_sets], self.refs[i % n_sets]
+                inputs = self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND + i)
                 drv.put(0, inputs)
                 called, sent, back = drv.call(0, inputs)
                 events.append(called.event_us)
@@ -288,22 +288,18 @@ class Judge:
                 sent_ns.append(sent)
                 back_ns.append(back)
                 flags += called.flags
-                if i in checked and not self._passes(drv, called, inputs, refs, i, flags):
-                    bad += 1
-                    bad_canaries += i in canary_calls
-        del canaries
+                if i in checked:
+                    refs = self._references(self.model, self.model64, inputs)
+                    bad += not self._passes(drv, called, inputs, refs, i, flags)
+                    del refs
+                del inputs
         samples = P.Samples(per_call_us=events, wall_us=walls, sync_overhead_us=0.0,
                             lead_us=leads if self.device.type == "cuda" and req.timing.lead_us > 0 else [])
         with parts("after the loop"):
             bad += self._after_loop(drv, req, samples, flags)
         return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
-                            canary_calls=canary_calls, checked_calls=len(checked), bad_calls=bad,
-                            bad_canaries=bad_canaries, sent_ns=sent_ns, back_ns=back_ns, flags=_dedupe(flags),
-                            seconds=parts.seconds)
-
-    def _canary(self, k: int) -> tuple[list[Any], list[Reference]]:
-        inputs = self._draw(k)
-        return inputs, self._references(self.model, self.model64, inputs)
+                            checked_calls=len(checked), bad_calls=bad, sent_ns=sent_ns, back_ns=back_ns,
+                            flags=_dedupe(flags), seconds=parts.seconds)
 
     def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> float:
         """Untimed calls like the timed ones, until warmup_calls and warmup_seconds (at most 10x

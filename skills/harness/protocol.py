@@ -77,8 +77,6 @@ class JudgeStart(msgspec.Struct, tag=True, kw_only=True):
     device: str
     seed: int
     n_sets: int
-    n_canaries: int
-    """Canaries per timed loop (drawn before each loop, resident together during it)."""
     exchange_dir: str
     """Where the judge writes the initial weights (init.pt) for the candidate."""
     shape_check: bool = True
@@ -134,13 +132,12 @@ class CheckReport(msgspec.Struct, tag=True, kw_only=True):
 
 
 class TimeRequest(msgspec.Struct, tag=True, kw_only=True):
-    """Parent -> judge: drive one timed loop of the candidate (warm-up, timed calls with this
-    round's canaries, caller calls, probes, profiler) and check a random subset of its calls."""
+    """Parent -> judge: drive one timed loop of the candidate (warm-up, timed calls each on a set of
+    its own, caller calls, probes, profiler) and check a random subset of its calls."""
 
     nonce: str
     timing: TimingConfig
     round: int
-    n_canaries: int
     checked_fraction: float
     profile_calls: int
     """Extra calls under the profiler for kernel time and launch accounting (0: none)."""
@@ -154,11 +151,8 @@ class TimeReport(msgspec.Struct, tag=True, kw_only=True):
     """The candidate's own times (a hint that the marks bound)."""
     first_seq: int
     """The call number of the first timed call (its marks carry it)."""
-    canary_calls: list[int]
-    """Timed calls (0-based in the loop) that ran on never-seen inputs."""
     checked_calls: int
     bad_calls: int
-    bad_canaries: int
     sent_ns: list[int]
     """Per timed call: the judge's realtime clock when it asked for the call."""
     back_ns: list[int]
