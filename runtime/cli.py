@@ -121,7 +121,7 @@ def run_eval(args: argparse.Namespace) -> int:
             # A single KernelBench-style file: it becomes model_new.py of a workspace without kernels/.
             workspace = Path(tmp)
             shutil.copyfile(args.solution, workspace / "model_new.py")
-        result = anyio.run(_evaluate, args.problem, workspace, cast(Mode, args.mode), config)
+        result = anyio.run(_evaluate, args.problem, workspace, cast("Mode", args.mode), config)
     _out(msgspec.json.format(msgspec.json.encode(result)).decode() if args.json else format_result(result))
     return 0 if result.correct and not result.flags else 1
 
