@@ -48,14 +48,14 @@ import msgspec
 from runtime.curriculum_source import CurriculumSource, NoProblems, StoreCurriculum, scan_problems
 from runtime.episode import EpisodeEvent, EpisodeOutcome, run_episode
 from runtime.policy import Policy, PolicyError
-from runtime.problem_check import check_problem
+from runtime.problem_check import ProblemRejected, check_problem
 from runtime.settings import SchedulerConfig as SchedulerConfig  # re-exported: its old home
 from runtime.slots import EvalSlots, LeasedEvaluator
 from runtime.store import Store
 from runtime.store_rows import Origin, ProblemRow
 from skills import load_skills
 from skills.evaluate import WarmPool
-from skills.problem import source_id
+from skills.problem import ProblemError, source_id
 from skills.workspace import WorkspaceConfig
 
 log = logging.getLogger("kagent.scheduler")
@@ -181,8 +181,11 @@ class Scheduler:
             raise Draining
         cfg = self.config
         # In a child process: a problem's code may exit, hang or exhaust memory at import.
-        checked = await check_problem(source, name, timeout_s=cfg.problem_check_timeout_s,
-                                      memory_mb=cfg.problem_check_memory_mb)
+        try:
+            checked = await check_problem(source, name, timeout_s=cfg.problem_check_timeout_s,
+                                          memory_mb=cfg.problem_check_memory_mb)
+        except ProblemRejected as exc:
+            raise ProblemError(str(exc)) from None
         # A request never rewrites another problem's row (a bundled problem's source keeps its
         # name, level and origin): the stored row wins when the content id is known.
         problem = await self.store.add_problem(ProblemRow(

@@ -99,14 +99,15 @@ def test_requeued_job_not_started_at_drain_is_requeued_at_next_start(tmp_path: P
                     await sched.wait_idle()
                 assert sched.status().queued == 1 and sched.status().finished == 1
             # Start 2, drained at once: the job dropped by start 1 is re-queued again (the old
-            # code re-queued nothing here), and again nothing starts.
+            # code re-queued nothing here), with the re-run the drain interrupted (its LLM call
+            # is not waited for); again nothing starts.
             async with started(cfg, store, url, drained=True) as sched:
-                assert (sched.status().queued, sched.status().running) == (1, 0)
+                assert (sched.status().queued, sched.status().running) == (2, 0)
                 await anyio.sleep(0.3)
                 assert len(await store.list_episodes()) == 3
-            # Start 3: it runs, once.
+            # Start 3: they run, once each.
             async with started(cfg, store, url) as sched:
-                await until(lambda: sched.status().finished == 1)
+                await until(lambda: sched.status().finished == 2, seconds=60.0)
                 assert sched.status().queued == 0
             # Start 4: nothing is pending any more; nothing is re-queued, nothing runs.
             async with started(cfg, store, url) as sched:
@@ -122,8 +123,9 @@ def test_requeued_job_not_started_at_drain_is_requeued_at_next_start(tmp_path: P
     assert rows == [
         (1, a, "rollout", "interrupted", 0, None),
         (2, b, "rollout", "interrupted", 0, None),
-        (3, a, "rollout", "turn_limit", 0, 1),  # start 1 re-ran episode 1
+        (3, a, "rollout", "interrupted", 0, 1),  # start 1 re-ran episode 1; the drain interrupted it
         (4, b, "rollout", "turn_limit", 0, 2),  # start 3 re-ran episode 2: exactly once
+        (5, a, "rollout", "turn_limit", 0, 3),  # and episode 3
     ]
 
 

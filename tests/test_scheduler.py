@@ -242,7 +242,9 @@ def test_policy_server_down_backs_off_says_why_and_recovers(tmp_path: Path) -> N
     anyio.run(main)
 
 
-def test_drain_lets_running_rollouts_finish_and_starts_none(tmp_path: Path) -> None:
+def test_drain_interrupts_running_rollouts_at_their_llm_call_and_starts_none(tmp_path: Path) -> None:
+    """drain() cancels LLM calls in flight (kagentd stop does not wait on a slow policy server):
+    a running rollout ends `interrupted` and waits for a re-run at the next start."""
     cfg = sched_config(tmp_path, rollouts=True, max_in_flight=2)
 
     async def main() -> None:
@@ -264,18 +266,23 @@ def test_drain_lets_running_rollouts_finish_and_starts_none(tmp_path: Path) -> N
                 await anyio.sleep(0.6)  # rollouts were on: none may start now
                 assert len(await store.list_episodes()) == len(rows) == started
                 assert sched.status().running == 0
-        assert all(r.status == "turn_limit" and r.finished is not None for r in rows), rows  # finished, not cancelled
+                pending = [r.id for r in await store.pending_reruns()]
+        stopped = [r for r in rows if r.status == "interrupted"]
+        assert len(stopped) == 2 and all(r.finished is not None for r in stopped), rows
+        assert all(r.status in ("interrupted", "turn_limit") for r in rows), rows
+        assert pending == [r.id for r in stopped]  # each waits for its re-run
+        assert all("kagentd stopped while the episode ran" in (r.error or "") for r in stopped)
         assert idle_at - max(r.finished or 0.0 for r in rows) < 0.5  # woken by the last one, not by polling late
 
     anyio.run(main)
 
 
-def test_drain_refuses_waiting_and_new_requests_and_finishes_running_ones(tmp_path: Path) -> None:
+def test_drain_refuses_waiting_and_new_requests_and_cancels_running_ones(tmp_path: Path) -> None:
     cfg = sched_config(tmp_path, max_in_flight=1)
     source = (ROOT / "problems" / "level1" / "01_relu.py").read_text()
 
     async def main() -> None:
-        async with scripted_server([LIST], loop=True, delay_s=0.2) as url, Store.open(tmp_path / "k.db") as store:
+        async with scripted_server([LIST], loop=True, delay_s=3.0) as url, Store.open(tmp_path / "k.db") as store:
             async with running(cfg, store, url) as (sched, _):
                 results: dict[str, Any] = {}
 
@@ -288,21 +295,24 @@ def test_drain_refuses_waiting_and_new_requests_and_finishes_running_ones(tmp_pa
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(request, "first")
                     await until(lambda: sched.status().running == 1)
-                    tg.start_soon(request, "second")
+                    tg.start_soon(request, "second")  # its problem check (a child process) takes seconds
                     await until(lambda: sched.status().queued == 1)
                     sched.drain()
                     await until(lambda: "second" in results, seconds=2.0)  # refused at once
-                    assert "first" not in results and sched.status().running == 1
+                    await until(lambda: "first" in results, seconds=10.0)  # its LLM call cancelled
                     with pytest.raises(Draining, match="shutting down"):
                         await sched.solve(source, name="later")
                     with anyio.fail_after(30):
                         await sched.wait_idle()
                     assert "first" in results
                 rows = await store.list_episodes()
+                pending = await store.pending_reruns()
         first, second = results["first"], results["second"]
         assert isinstance(second, Draining) and "starts no new episodes" in str(second)
-        assert not isinstance(first, Draining) and first.status == "turn_limit" and first.turns == 3
-        assert [(r.origin, r.status) for r in rows] == [("request", "turn_limit")]
+        # Its LLM call was cancelled: the client is told (the server answers 503), nothing re-runs it.
+        assert not isinstance(first, Draining) and first.status == "cancelled" and first.turns < 3
+        assert [(r.origin, r.status) for r in rows] == [("request", "cancelled")]
+        assert pending == []
 
     anyio.run(main)
 
