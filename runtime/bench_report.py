@@ -56,7 +56,9 @@ def _session(i: int, s: BenchSession) -> str:
     took = f"{s.seconds:.0f} s" if s.seconds is not None else "did not finish"
     ahead = f" (load_inline builds ahead: {s.prebuild_seconds:.0f} s)" if s.prebuild_seconds is not None else ""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(s.started))
-    return f"- session {i + 1} ({when}): {s.jobs} rows on {len(s.slots)} slot(s) [{', '.join(s.slots)}] in {took}{ahead}"
+    driver = f", driver {s.driver}" if s.driver else ""
+    return (f"- session {i + 1} ({when}): {s.jobs} rows on {len(s.slots)} slot(s) [{', '.join(s.slots)}]{driver}"
+            f" in {took}{ahead}")
 
 
 def render(bench: BenchFile) -> str:

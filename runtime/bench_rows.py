@@ -36,6 +36,8 @@ class BenchSession(msgspec.Struct, kw_only=True):
     """Wall time from start to the last row (None while it runs, or when it was killed)."""
     prebuild_seconds: float | None = None
     """Wall time of building load_inline solutions ahead (None: there were none)."""
+    driver: str | None = None
+    """NVIDIA driver version (`nvidia-smi`; None on cpu or without it)."""
 
 
 class BenchRun(msgspec.Struct, kw_only=True):

@@ -77,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
     from runtime.cli_runtime import add_parsers
 
     add_parsers(sub)
-    from runtime.bench_cli import add_parser as add_bench_parser
+    from runtime.bench_args import add_parser as add_bench_parser
 
     add_bench_parser(sub)
     return ap

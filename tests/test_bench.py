@@ -181,7 +181,8 @@ def test_a_load_inline_file_is_built_ahead_and_its_final_evaluation_reuses_the_b
     assert main(["bench", str(PROBLEMS / "level1" / "01_relu.py"), "--solutions", str(sol), "--out", str(out),
                  *quick]) == 0
     (row,) = _rows_list(out)
-    assert row.passed and row.fault is None
+    # Correct and built (a timing check on a loaded 2-core box is not what this is about).
+    assert row.compiled and row.correct and row.fault is None, row
     assert row.prebuild_seconds is not None and row.extension_cache_hit
     bench = read_results(out)
     assert bench is not None and bench.run.sessions[-1].prebuild_seconds is not None
