@@ -9,7 +9,8 @@ Writes: one writer task owns the only writing connection. Requests queue on a me
 stream; the writer takes what is queued (up to `max_batch`), runs it as one `BEGIN IMMEDIATE ...
 COMMIT` on a worker thread and acknowledges each request after the commit. Each request runs in
 its own SAVEPOINT, so a bad request (a constraint violated) fails alone; a failed commit (disk
-full, I/O error) fails the whole batch and nothing of it is stored. Reads use a second, read-only
+full, I/O error) fails the whole batch and nothing of it is stored. An episode's final status
+that failed so is kept and tried again with each later batch and at close (`finish_episode`). Reads use a second, read-only
 connection. The SQL lives in plain `fn(conn)` functions in runtime/store_sql.py, the row types
 and errors in runtime/store_rows.py (both re-exported here); the schema in
 runtime/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one applied.
