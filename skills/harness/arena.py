@@ -24,30 +24,13 @@ import os
 from ctypes import byref, c_int, c_size_t, c_uint, c_uint64, c_void_p
 from typing import Any
 
-import msgspec
 import torch
+
+from skills.harness.protocol import Layout, SlotSpec
 
 ALIGN = 256
 _SEALS = 0x0002 | 0x0004 | 0x0001  # F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL
 _F_ADD_SEALS = 1033
-
-
-class SlotSpec(msgspec.Struct, kw_only=True, frozen=True):
-    """One tensor in the arena: where its bytes start, its shape and dtype."""
-
-    offset: int
-    shape: list[int]
-    dtype: str
-
-
-class Layout(msgspec.Struct, kw_only=True, frozen=True):
-    """An arena's slots: the tensor inputs (by argument position) and the outputs."""
-
-    inputs: list[SlotSpec]
-    input_positions: list[int]
-    """Argument position of each input slot; the other arguments are not tensors."""
-    outputs: list[SlotSpec]
-    nbytes: int
 
 
 def _name(dtype: torch.dtype) -> str:

@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 import msgspec
 
-from skills.harness.arena import Layout
 from skills.precision_code import UNCHECKED, PrecisionEvidence
 from skills.results import Flag, Precision, SetResult
 
@@ -56,6 +55,24 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
     def method(self) -> str:
         """What a cached baseline's times depend on (skills.baselines.BaselineKey.timing)."""
         return f"v2 lead {self.lead_us:g} us, flush {int(self.flush_l2)}, reset {int(self.reset_persisting_l2)}"
+
+
+class SlotSpec(msgspec.Struct, kw_only=True, frozen=True):
+    """One tensor in the arena: where its bytes start, its shape and dtype."""
+
+    offset: int
+    shape: list[int]
+    dtype: str
+
+
+class Layout(msgspec.Struct, kw_only=True, frozen=True):
+    """An arena's slots: the tensor inputs (by argument position) and the outputs."""
+
+    inputs: list[SlotSpec]
+    input_positions: list[int]
+    """Argument position of each input slot; the other arguments are not tensors."""
+    outputs: list[SlotSpec]
+    nbytes: int
 
 
 # ---- judge (trusted: reference, comparisons, baselines; never imports candidate code) ----
