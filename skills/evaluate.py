@@ -561,7 +561,8 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
         gpu_memory_fraction=cfg.gpu_memory_fraction if device == "cuda" else None,
         functions=[msgspec.to_builtins(f) for f in built.functions] if built else [],
         flavour=built.flavour if built else "none", device=device, precision="fp32",
-        kernel_names=[r.kernel for r in built.resources] if built else []))
+        kernel_names=[r.kernel for r in built.resources] if built else [],
+        libraries=[lib.name for lib in built.libraries if lib.lib_dir] if built else []))
     ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")
     state.problem, state.problem_id, state.precision = ready.name, ready.problem_id, ready.precision
     state.gpu, state.torch_version, state.input_shapes = ready.gpu, ready.torch_version, ready.input_shapes
@@ -1046,6 +1047,13 @@ def _handoff_check(timed: P.TimeReport, starts: list[int], ends: list[int],
     return []
 
 
+UNSYNCED_SLACK_US = 50.0
+"""Wall time per call beyond the event time and the sync's own cost that is not yet work left
+running: on the H200 the GPU's switch from the judge's context (which just wrote the inputs) to the
+candidate's falls inside the wall window, and honest kernels read 20-23 us here (2026-12-02) with
+the sync's cost measured the same way; a side stream's 20 launches read milliseconds."""
+
+
 def unsynchronized_work(samples: P.Samples) -> float:
     """Median wall time per call not explained by the event time and the sync's own cost (us)."""
     diffs = sorted(w - e for w, e in zip(samples.wall_us, samples.per_call_us, strict=True))
@@ -1058,7 +1066,7 @@ def sync_check(samples: P.Samples) -> list[Flag]:
         return []
     extra = unsynchronized_work(samples)
     median = sorted(samples.per_call_us)[len(samples.per_call_us) // 2]
-    if extra > max(20.0, 0.1 * median):
+    if extra > max(UNSYNCED_SLACK_US, 0.1 * median):
         return [Flag(name="unsynchronized_work",
                      detail=f"each call left ~{extra:.0f} us of work running after it returned (side stream or"
                             " background thread); all work must finish on the caller's stream")]

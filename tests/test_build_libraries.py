@@ -468,6 +468,16 @@ def test_library_kernels_launched_by_the_kernels_count_as_theirs() -> None:
         _, flags = account(windows, kernels, ["bias_relu_k"], "c_abi")
         assert [f.name for f in flags] == ["decoy_kernel", "torch_fallback"], (launcher, flags)
         assert "1 of 3 profiled calls" in flags[0].detail and "cutlass" in flags[1].detail
+    # Launched from an unknown place (the profiler did not link it, as on torch 2.11): the agent's
+    # when the build links cuBLAS, torch compute when it does not; an aten op's stays torch's.
+    unknown = [k._replace(launcher=None) for k in direct]
+    assert account(windows, unknown, ["bias_relu_k"], "c_abi", ["cublas"])[1] == []
+    assert [f.name for f in account(windows, unknown, ["bias_relu_k"], "c_abi")[1]] == ["decoy_kernel", "torch_fallback"]
+    under_mm = [k._replace(launcher="aten::mm") for k in direct]
+    assert "torch_fallback" in {f.name for f in account(windows, under_mm, ["bias_relu_k"], "c_abi", ["cublas"])[1]}
+    torch_own = [Span("void at::native::vectorized_elementwise_kernel<4>(int)", 100.0 * i + 10, 100.0 * i + 20)
+                 for i in range(3)]
+    assert "torch_fallback" in {f.name for f in account(windows, direct + torch_own, ["bias_relu_k"], "c_abi", ["cublas"])[1]}
 
 
 # ----------------------------------------------------------------------------- graded end to end (GPU)

@@ -139,7 +139,7 @@ class Candidate:
         if isinstance(msg, P.Call):
             return self._call(msg, mark)
         if isinstance(msg, P.Overhead):
-            return P.OverheadReport(sync_overhead_us=self.groups[msg.group].loop.sync_overhead_us())
+            return P.OverheadReport(sync_overhead_us=self.groups[msg.group].loop.sync_overhead_us(calls=1))
         if isinstance(msg, P.Profile):
             kernel_us, flags = self._profile(self.groups[msg.group].loop, msg.calls)
             return P.Profiled(kernel_us=kernel_us, flags=flags)
@@ -208,7 +208,7 @@ class Candidate:
             return None, []
         from skills.harness.launches import profile_launches
 
-        return profile_launches(loop, calls, self.start.kernel_names, self.start.flavour)
+        return profile_launches(loop, calls, self.start.kernel_names, self.start.flavour, self.start.libraries)
 
 
 LEAD_CORRECTION_CALLS = 10

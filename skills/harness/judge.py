@@ -341,7 +341,7 @@ class Judge:
                 prof = drv.profile(req.profile_calls)
                 samples.kernel_us = prof.kernel_us
                 flags += prof.flags
-            samples.sync_overhead_us = drv.overhead()
+            samples.sync_overhead_us = drv.overhead(self.sets)
         return bad
 
     def _passes(self, drv: Driver, called: P.Called, inputs: list[Any], refs: list[Reference], i: int,

@@ -11,6 +11,7 @@ under an aten op is torch compute.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
@@ -60,7 +61,26 @@ class Span(NamedTuple):
     """A kernel's: the torch op or call window active on the host at its launch (None: unknown)."""
 
 
-def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: str) -> tuple[float | None, list[Flag]]:
+# What each linked library's kernels are called (seen on the H200: cuBLAS's sm80_xmma_gemm_* and
+# cutlass::Kernel2<cutlass_80_simt_sgemm_*>, cuDNN's sm80_xmma_fprop_implicit_gemm_*).
+LIBRARY_NAMES = {
+    "cublas": re.compile(r"cublas|gemm|gemv|cutlass|xmma|ampere_|sm\d+_"),
+    "cublasLt": re.compile(r"cublas|gemm|gemv|cutlass|xmma|ampere_|sm\d+_|splitKreduce|epilogue"),
+    "cudnn": re.compile(r"cudnn|conv|fprop|xmma|nchw|nhwc|implicit|cutlass|gemm|sm\d+_"),
+}
+TORCH_OWN = re.compile(r"at::native|at::cuda|c10::|triton_")
+"""Kernels only torch launches: never the agent's, whatever it links."""
+
+
+def _linked_library_kernel(name: str, libraries: Sequence[str]) -> bool:
+    """A kernel named like one of a library the build linked (and not one of torch's own)."""
+    if TORCH_OWN.search(name):
+        return False
+    return any(lib in LIBRARY_NAMES and LIBRARY_NAMES[lib].search(name) for lib in libraries)
+
+
+def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: str,
+                     libraries: Sequence[str] = ()) -> tuple[float | None, list[Flag]]:
     """Run `calls` calls under the profiler; returns (kernel us per call, flags)."""
     n_sets = len(loop.sets)
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -82,13 +102,17 @@ def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: s
                for e in events
                if e.device_type == DeviceType.CUDA and not e.name.startswith("kagent_call_")
                and not _is_lead(e.name)]
-    return account(windows, kernels, kernel_names, flavour)
+    return account(windows, kernels, kernel_names, flavour, libraries)
 
 
-def account(windows: list[Span], kernels: list[Span], kernel_names: list[str], flavour: str) -> tuple[float | None, list[Flag]]:
+def account(windows: list[Span], kernels: list[Span], kernel_names: list[str], flavour: str,
+            libraries: Sequence[str] = ()) -> tuple[float | None, list[Flag]]:
     """Attribute kernels to the call windows they started in; flag calls without a built kernel or
     a library kernel the kernels' C++ launched (decoy), and torch/library kernels launched under a
-    torch op or from an unknown place (torch fallback). Returns (kernel us per call, flags)."""
+    torch op or from an unknown place (torch fallback). A kernel from an unknown place named like a
+    library the build links (`libraries`) is the agent's: on torch 2.11 the profiler left every
+    library kernel's launcher unknown (H200, 2026-12-02), so without this every cuBLAS or cuDNN
+    solution read as torch compute. Returns (kernel us per call, flags)."""
     windows = sorted(windows, key=lambda w: w.start)
     per_call_custom = [0] * len(windows)
     foreign: set[str] = set()
@@ -99,7 +123,8 @@ def account(windows: list[Span], kernels: list[Span], kernel_names: list[str], f
                 kernel_total += k.end - k.start
                 if _is_copy(k.name):
                     pass
-                elif _is_custom(k.name, kernel_names, flavour) or k.launcher == win.name:
+                elif _is_custom(k.name, kernel_names, flavour) or k.launcher == win.name or (
+                        k.launcher is None and _linked_library_kernel(k.name, libraries)):
                     per_call_custom[w] += 1  # built from kernels/, or a library call of their C++
                 else:
                     foreign.add(k.name)  # launched under a torch op (or from where is unknown)

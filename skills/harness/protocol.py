@@ -242,6 +242,8 @@ class CandStart(msgspec.Struct, tag=True, kw_only=True):
     precision: Precision
     kernel_names: list[str]
     """Kernels the build produced (demangled): each call must launch one of them."""
+    libraries: list[str] = msgspec.field(default_factory=list)
+    """The CUDA libraries the build linked (skills/libraries.py): their kernels count as the agent's."""
     gpu_memory_fraction: float | None = None
     """Cap on the candidate's torch allocations (cuda)."""
 
@@ -319,7 +321,7 @@ class Called(msgspec.Struct, tag=True, kw_only=True):
 
 
 class Overhead(msgspec.Struct, tag=True, kw_only=True):
-    """Judge -> candidate: measure what the events and sync cost around an empty call."""
+    """Judge -> candidate: one empty call (events and sync around nothing): its wall minus event us."""
 
     group: int = 0
 
