@@ -699,20 +699,9 @@ async def _from_judge(judge: Worker, cand: Worker, kind: type[T], limit_s: float
     try:
         return await judge.expect(kind, limit_s + 30.0, what)
     except WorkerFailed as exc:
-        if exc.worker != "candidate":
+        if exc.worker != "candidate" or not exc.gone:
             raise
-        with anyio.move_on_after(2):
-            await cand.proc.wait()
-        if cand.proc.returncode is not None:
-            raise await cand.died(f"while {what}") from None
-        raise
-
-
-def _timed_rounds(cfg: EvalConfig, mode: Mode) -> int:
-    """Candidate loops an evaluation may time, each with canaries of its own."""
-    if mode == "test":
-        return 0
-    return max(1, cfg.paired.max_rounds) if mode == "final" and cfg.paired.min_rounds > 0 else 1
+        raise await cand.died(f"while {what}") from None
 
 
 async def _yardstick(judge: Worker, cand: Worker, nonce: str, cfg: EvalConfig) -> P.YardstickReport:

@@ -32,13 +32,15 @@ class WorkerFailed(Exception):
     """A worker crashed, timed out, or reported an error; `message` is for the agent."""
 
     def __init__(self, message: str, flag: Flag | None = None, stage: str | None = None,
-                 worker: str = "candidate") -> None:
+                 worker: str = "candidate", gone: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.flag = flag
         self.stage = stage
         self.worker = worker
         """Which worker failed: the judge (trusted: its failure is the environment's) or the candidate."""
+        self.gone = gone
+        """The judge lost its link to the candidate: the candidate's exit says what happened."""
 
 
 def _signal_name(code: int | None) -> str:
@@ -139,7 +141,7 @@ class Worker:
             raise await self.died(f"while {what}") from None
         if isinstance(msg, P.WorkerError):
             if msg.candidate:  # the judge reports a failure of the candidate's calls it drove
-                raise WorkerFailed(msg.message, msg.flag, msg.stage, worker="candidate")
+                raise WorkerFailed(msg.message, msg.flag, msg.stage, worker="candidate", gone=msg.gone)
             prefix = "" if self.name == "candidate" else f"{self.name} ({msg.stage}): "
             raise WorkerFailed(prefix + msg.message, msg.flag, msg.stage, worker=self.name)
         if not isinstance(msg, kind):

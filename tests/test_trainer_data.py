@@ -157,7 +157,8 @@ def test_truncation_keeps_the_head_and_moves_the_reward(tmp_path: Path) -> None:
     b = make_batch([[ep]])
     assert b.targets.tolist() == [30, 31, 32] and b.rewards.tolist() == [0, 0, 3.0]
     (skip,) = _built(_db(_sub(tmp_path, "x"), fill), max_len=2)
-    assert isinstance(skip, Skip) and skip.reason == "no_sampled_tokens"
+    # the whole budget went to the prompt (2 tokens before the first sampled one): said so
+    assert isinstance(skip, Skip) and skip.reason == "prompt_over_max_len" and skip.detail == "2"
 
 
 def test_corrupt_episodes_are_skipped_with_a_reason(tmp_path: Path) -> None:

@@ -467,7 +467,8 @@ def main() -> None:
                 else:
                     _serve(judge, msg, chan, link)
             except CandidateFault as exc:
-                chan.send(P.WorkerError(nonce=start.nonce, stage=exc.stage, message=str(exc), flag=exc.flag, candidate=True))
+                chan.send(P.WorkerError(nonce=start.nonce, stage=exc.stage, message=str(exc), flag=exc.flag, candidate=True,
+                                        gone=exc.gone))
     except (ProblemRefused, BudgetUndefined) as exc:
         chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem refused: {exc}"))
     except ProblemError as exc:

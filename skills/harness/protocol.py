@@ -374,6 +374,8 @@ class WorkerError(msgspec.Struct, tag=True, kw_only=True):
     flag: Flag | None = None
     candidate: bool = False
     """Sent by the judge about the candidate: its call failed, timed out or broke the link."""
+    gone: bool = False
+    """...and the link closed (the candidate died: its exit status says how)."""
 
 
 Message = (
