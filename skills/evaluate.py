@@ -688,7 +688,7 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
     flags = (timed.flags + checked_calls_flags(timed) + sync_check(timed.samples)
              + floor_check(result, ready.read_bytes, cfg)
              + clock_check(timed, own if marks is not None else None, cfg.timing.lead_us if device == "cuda" else 0.0,
-                           [before, after]))
+                           [before, after], HANDOFF_SLACK_US[device]))
     state.flags += [f for f in flags if f.name not in {g.name for g in state.flags}]
     return result, timed.samples
 
@@ -940,11 +940,13 @@ CLOCK_SLACK_US = 50.0
 """What the parent's window of a timed call may exceed the reported time by, besides the lead and
 CLOCK_SLACK_FRACTION of the window: the Python around the clock reads and the marks' sends."""
 CLOCK_SLACK_FRACTION = 0.1
-HANDOFF_SLACK_US = 500.0
+HANDOFF_SLACK_US = {"cuda": 500.0, "cpu": 2000.0}
 """What the candidate's own time around a call (from the judge's request to the start mark, and
 from the end mark to its answer) may exceed HANDOFF_FACTOR x the judge's yardstick for that work
 by: the worker's Python (the loop, the output checks; ~50-100 us on a loaded 2-core box) and the
-wake-ups of a process that just ran a call, which a stand-in that did not wakes faster from."""
+wake-ups of a process that just ran a call, which a stand-in that did not wakes faster from. On
+the cpu the two processes share the few cores with whatever else runs: an honest content cache
+(28 ms calls) was flagged once in four runs at 500 us on the 2-core box."""
 HANDOFF_FACTOR = 2.0
 MARK_SKEW_US = 20.0
 """How much shorter than the reported time a window may read: the kernel's stamps (realtime clock)
@@ -974,7 +976,7 @@ def mark_windows(marks: list[Mark], n: int) -> tuple[list[float], list[float]] |
 
 
 def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
-                yardsticks: list[P.YardstickReport]) -> list[Flag]:
+                yardsticks: list[P.YardstickReport], slack_us: float = HANDOFF_SLACK_US["cuda"]) -> list[Flag]:
     """Row 4: the candidate reads its clock in its own process, where code that got past the static
     checks can replace it. Each timed call marks its start and end on a socket the kernel stamps
     (skills/marks.py): on the median call the reported (judged) time may fall short of that window
@@ -984,7 +986,7 @@ def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
     request and of the answer bound (same clock as the marks): from the request to the start mark
     (a hop), from the end mark to the answer (copying the outputs into the arena, a hop), against
     the judge's yardsticks for that work (before and after the loop; the larger counts, so a
-    machine that got busier meanwhile does not read as moved work), on three calls in four."""
+    machine that got busier meanwhile does not read as moved work) + `slack_us`, on three calls in four."""
     samples = timed.samples
     n = len(samples.per_call_us)
     if marks is None or n == 0:
@@ -1009,7 +1011,7 @@ def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
         return [Flag(name="timer_tampering", detail=(
             f"the evaluator's clock saw the median timed call take {window:.0f} us, but the candidate's process"
             f" reported {window - excess:.0f} us (more than {allowed:.0f} us less): its clock was tampered with"))]
-    return _handoff_check(timed, starts, ends, yardsticks)
+    return _handoff_check(timed, starts, ends, yardsticks, slack_us)
 
 
 def _at(values: list[float], q: float) -> float:
@@ -1019,7 +1021,7 @@ def _at(values: list[float], q: float) -> float:
 
 
 def _handoff_check(timed: P.TimeReport, starts: list[int], ends: list[int],
-                   yardsticks: list[P.YardstickReport]) -> list[Flag]:
+                   yardsticks: list[P.YardstickReport], slack_us: float) -> list[Flag]:
     if len(timed.sent_ns) != len(starts) or not yardsticks or not all(y.handback_us and y.hop_us for y in yardsticks):
         return []
     hop = max(_at(y.hop_us, 0.75) for y in yardsticks)
@@ -1029,7 +1031,7 @@ def _handoff_check(timed: P.TimeReport, starts: list[int], ends: list[int],
     after = _at([(back - e) / 1e3 for e, back in zip(ends, timed.back_ns, strict=True)], 0.25)
     for seen, own, where in ((before, hop, "between the judge's request and the call's start"),
                              (after, hop + handback, "between the call's end and its answer")):
-        if seen > HANDOFF_FACTOR * own + HANDOFF_SLACK_US:
+        if seen > HANDOFF_FACTOR * own + slack_us:
             return [Flag(name="timer_tampering", detail=(
                 f"at least {seen:.0f} us passed {where} on three in four timed calls, where the worker's own work"
                 f" there takes {own:.0f} us: work was moved out of the timed calls"))]
