@@ -38,6 +38,14 @@ class Flag(msgspec.Struct, frozen=True):
     """What was seen, written for the agent to learn from."""
 
 
+def dedupe_flags(flags: list[Flag]) -> list[Flag]:
+    """The first flag of each name, in order (a check that fires on many calls is reported once)."""
+    seen: dict[str, Flag] = {}
+    for f in flags:
+        seen.setdefault(f.name, f)
+    return list(seen.values())
+
+
 class OutputError(msgspec.Struct):
     """Error of one output on one input set, measured against an fp64 reference."""
 

@@ -30,7 +30,7 @@ from skills.harness import arena, timing
 from skills.harness import protocol as P
 from skills.harness.judge import as_outputs, preinit, set_precision, wait_preinit
 from skills.marks import mark_sender
-from skills.results import Flag
+from skills.results import Flag, dedupe_flags
 
 SHIM_DIR = str(Path(__file__).parent / "shim")
 
@@ -159,7 +159,7 @@ class Candidate:
         # Loop flushes nothing and copies nothing: the judge writes the inputs and flushes the
         # cache before each call; the loop resets persisting L2 lines, marks, leads, times.
         cfg = msgspec.structs.replace(offer.timing, flush_l2=False, work_buffers=1)
-        self.groups[offer.group] = _Group(arena_, timing.Loop(fn, [args], self.device, cfg, external=True), model, offer.scalars)
+        self.groups[offer.group] = _Group(arena_, timing.Loop(fn, [args], self.device, cfg, external=True))
         return P.Accepted(group=offer.group)
 
     def _call(self, call: P.Call, mark: timing.MarkCall | None) -> P.Called:
@@ -200,7 +200,7 @@ class Candidate:
         if self.device.type == "cuda":
             timing.sync()
         return P.Called(seq=call.seq, event_us=ev, wall_us=wall, lead_us=loop.last_lead_us if call.lead else 0.0,
-                        outputs=metas, flags=_dedupe(flags))
+                        outputs=metas, flags=dedupe_flags(flags))
 
     def _profile(self, loop: timing.Loop, calls: int) -> tuple[float | None, list[Flag]]:
         """Kernel time per call and launch accounting from the profiler (cuda only)."""
@@ -219,11 +219,9 @@ them held the GPU (the clock between calls differs from the calibration's)."""
 class _Group:
     """One arena as the candidate sees it, and the loop that times calls on it."""
 
-    def __init__(self, arena_: arena.Arena, loop: timing.Loop, model: Any, scalars: list[Any]) -> None:
+    def __init__(self, arena_: arena.Arena, loop: timing.Loop) -> None:
         self.arena = arena_
         self.loop = loop
-        self.model = model
-        self.scalars = scalars
         self.leads: list[float] = []
 
 
@@ -341,13 +339,6 @@ def _output_flags(outs: list[Any], inputs: list[Any], k: int) -> list[Flag]:
         elif o.numel() and o.untyped_storage().data_ptr() in input_ptrs:
             flags.append(Flag(name="output_aliases_input", detail=f"output {i} shares memory with an input (set {k})"))
     return flags
-
-
-def _dedupe(flags: list[Flag]) -> list[Flag]:
-    seen: dict[str, Flag] = {}
-    for f in flags:
-        seen.setdefault(f.name, f)
-    return list(seen.values())
 
 
 def main() -> None:

@@ -157,6 +157,15 @@ class Driver:
                 errs.append(compare_output(i, stand_in, ref))
         return errs
 
+    def check(self, group: int, called: P.Called, inputs: list[Any], refs: list[Reference], k: int, where: str,
+              flags: list[Flag]) -> list[OutputError]:
+        """compare(), and an input_mutation flag (`where`: which call, for its message) when the call
+        wrote into its inputs."""
+        errs = self.compare(group, called, refs, k)
+        if self.mutated(group, inputs):
+            flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs {where}; inputs are read-only"))
+        return errs
+
     def mutated(self, group: int, inputs: list[Any]) -> bool:
         """The call wrote into its inputs (the arena's input slots no longer hold the set)."""
         mem = self.arenas[group]

@@ -38,7 +38,7 @@ from skills.harness.exchange import draw_inputs, to_device
 from skills.harness.memory import too_big
 from skills.harness.timing import Loop, Parts, calls_for, now_ns
 from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
-from skills.results import Flag, SetResult
+from skills.results import Flag, SetResult, dedupe_flags
 
 
 def set_precision(precision: str) -> None:
@@ -240,7 +240,7 @@ class Judge:
             drv.offer(0, self.sets[0], [r.r for r in self.refs[0]])
         for k in range(n):
             results[k] = self._check_one(drv, 0, self.sets[k], self.refs[k], k, flags)
-        return P.CheckReport(nonce=self.start.nonce, sets=[results[k] for k in sorted(results)], flags=_dedupe(flags),
+        return P.CheckReport(nonce=self.start.nonce, sets=[results[k] for k in sorted(results)], flags=dedupe_flags(flags),
                              seconds=self.parts.seconds)
 
     def _check_one(self, drv: Driver, group: int, inputs: list[Any], refs: list[Reference], k: int,
@@ -251,9 +251,7 @@ class Judge:
             called, _, _ = drv.call(group, inputs, watch="ops", stage="correctness")
         flags += called.flags
         with self.parts("compare"):
-            errs = drv.compare(group, called, refs, k)
-            if drv.mutated(group, inputs):
-                flags.append(Flag(name="input_mutation", detail=f"forward wrote into its inputs (input set {k}); inputs are read-only"))
+            errs = drv.check(group, called, inputs, refs, k, f"(input set {k})", flags)
         return SetResult(set_index=k, ok=all(e.ok for e in errs), outputs=errs)
 
     def time_round(self, req: P.TimeRequest) -> P.TimeReport:
@@ -299,7 +297,7 @@ class Judge:
             bad += self._after_loop(drv, req, samples, flags)
         return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
                             checked_calls=len(checked), bad_calls=bad, sent_ns=sent_ns, back_ns=back_ns,
-                            flags=_dedupe(flags), seconds=parts.seconds)
+                            flags=dedupe_flags(flags), seconds=parts.seconds)
 
     def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> float:
         """Untimed calls like the timed ones, until warmup_calls and warmup_seconds (at most 10x
@@ -346,11 +344,7 @@ class Judge:
 
     def _passes(self, drv: Driver, called: P.Called, inputs: list[Any], refs: list[Reference], i: int,
                 flags: list[Flag]) -> bool:
-        ok = all(e.ok for e in drv.compare(0, called, refs, i))
-        if drv.mutated(0, inputs):
-            flags.append(Flag(name="input_mutation", detail="forward wrote into its inputs during the timed calls;"
-                              " inputs are read-only"))
-        return ok
+        return all(e.ok for e in drv.check(0, called, inputs, refs, i, "during the timed calls", flags))
 
     def yardstick(self, req: P.YardstickRequest) -> P.YardstickReport:
         assert self.driver is not None
@@ -378,13 +372,6 @@ class Judge:
         loop = Loop(fn, self.sets, self.device, timing)
         mean = loop.warmup(P.rotation(len(self.sets), 3 * len(self.sets)))
         return loop.run(P.rotation(len(self.sets), loop.n_calls(mean)))
-
-
-def _dedupe(flags: list[Flag]) -> list[Flag]:
-    seen: dict[str, Flag] = {}
-    for f in flags:
-        seen.setdefault(f.name, f)
-    return list(seen.values())
 
 
 def wait_preinit(chan: P.Channel) -> None:
