@@ -289,12 +289,13 @@ def insert_evaluation(conn: Conn, r: EvalResult, episode_id: int | None, tool_ca
     cur = conn.execute(
         "INSERT INTO evaluations (episode_id, tool_call_id, problem_id, mode, backend, compiled, correct,"
         " stage, flags, reward, reward_fn, candidate_us, speedup_eager, speedup_compile, device,"
-        " torch_version, precision, seconds, result, created)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " torch_version, precision, seconds, result, created, executor)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (episode_id, tool_call_id, r.problem_id, r.mode, r.backend, r.compiled, r.correct, r.stage,
          _json([f.name for f in r.flags]), r.reward, r.reward_fn,
          r.candidate.per_call_us.median if r.candidate else None, speed.get("eager"),
-         speed.get("compile"), r.gpu, r.torch_version, r.precision, r.stages.total, _json(r), created))
+         speed.get("compile"), r.gpu, r.torch_version, r.precision, r.stages.total, _json(r), created,
+         r.executor))
     return int(cur.lastrowid or 0)
 
 

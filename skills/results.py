@@ -227,3 +227,6 @@ class EvalResult(msgspec.Struct):
     input_shapes: list[list[int]] = msgspec.field(default_factory=list)
     """Shape of each tensor input at the timed sizes (what the regular sets and the timing loop
     used; the judge's JudgeReady.input_shapes); empty when the judge never got that far."""
+    executor: str = "local"
+    """What ran it: `local` (a slot of the daemon's own machine, or `kagent eval`) or
+    `ray:<node>:<actor>` (an evaluation actor: the node's IP and the actor's name; docs/ray.md)."""
