@@ -5,19 +5,31 @@ call, evaluations, baselines, curriculum and train steps.
         eid = await store.start_episode(problem_id, policy_version=3)
         await store.add_turn(TurnRow(episode_id=eid, index=0, text="...", completion_ids=[...]))
 
-Writes: one writer task owns the only writing connection. Requests queue on a memory object
-stream; the writer takes what is queued (up to `max_batch`), runs it as one `BEGIN IMMEDIATE ...
-COMMIT` on a worker thread and acknowledges each request after the commit. Each request runs in
-its own SAVEPOINT, so a bad request (a constraint violated) fails alone; a failed commit (disk
-full, I/O error) fails the whole batch and nothing of it is stored. An episode's final status
-that failed so is kept and tried again with each later batch and at close (`finish_episode`). Reads use a second, read-only
-connection. The SQL lives in plain `fn(conn)` functions in runtime/store_sql.py, the row types
-and errors in runtime/store_rows.py (both re-exported here); the schema in
-runtime/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one applied.
+Writes: one writer task owns the only writing connection, an aiosqlite one (runtime/store_writer.py):
+queued requests are batched into one `BEGIN IMMEDIATE ... COMMIT` each and acknowledged after
+the commit; a bad request (a constraint violated) fails alone; a failed commit (disk full, I/O
+error) fails the whole batch and nothing of it is stored. An episode's final status that failed
+so is kept and tried again with each later batch and at close (`finish_episode`); at close on
+a disk still full, the daemon's store releases its reserve (`<db>-reserve`, `reserve_bytes`) to
+write it, and what still cannot be written is raised as StoreWriteFailed naming each episode.
+
+Reads: a second, read-only connection, plain sqlite3 on a worker thread, runs sync `fn(conn)`
+functions (`read(fn)`, one read transaction each). They stay sync because they are the contract
+every reader shares: runtime/queries.py (the HTTP server, the CLI), the trainer's data queries,
+and the sync StoreBaselineCache; aiosqlite has no public way to run a sync function on its
+connection, and a read needs no ordering with the writer (WAL: it sees the last commit).
+aiosqlite runs on asyncio only: open the store under anyio's asyncio backend (the default of
+`anyio.run`, and what kagentd's uvicorn runs on), not trio.
+
+The SQL lives in plain functions in runtime/store_sql.py (writes `async fn(db)`, reads
+`fn(conn)`), the row types and errors in runtime/store_rows.py (both re-exported here); the
+schema in runtime/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one
+applied.
 
 A daemon holds a flock on the database file itself while the store is open, so a second
-daemon on the same file (by any path or hard link) refuses. The trainer, which shares the file with a running daemon, opens with `lock=False`:
-SQLite itself serialises the two processes' write transactions (busy_timeout).
+daemon on the same file (by any path or hard link) refuses. The trainer, which shares the file
+with a running daemon, opens with `lock=False`: SQLite itself serialises the two processes'
+write transactions (busy_timeout).
 
 Token arrays are BLOBs of little-endian int32 (ids) / float32 (logprobs); the view
 `turn_arrays` shows them as JSON.
@@ -26,18 +38,17 @@ Token arrays are BLOBs of little-endian int32 (ids) / float32 (logprobs); the vi
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from anyio import to_thread
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream
 
 from runtime.store_rows import (
     CurriculumRow,
@@ -61,10 +72,12 @@ from runtime.store_rows import (
     TurnRow,
 )
 from runtime.store_sql import (
+    AsyncConn,
     Conn,
     _json,
     add_problem,
     connect,
+    connect_writer,
     insert_episode,
     insert_evaluation,
     insert_policy,
@@ -93,9 +106,11 @@ from runtime.store_sql import (
     update_interrupted,
     update_rerun_pending,
     upsert_baseline,
+    upsert_baseline_sync,
     upsert_curriculum,
     upsert_problems,
 )
+from runtime.store_writer import Request, Reserve, Retry, WriteFn, unwritten, write_loop
 from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.results import EvalResult
 
@@ -108,17 +123,16 @@ __all__ = [
     "TrainStepRow", "TurnRow",
     "StoreBusy", "StoreError", "StoreInUse", "StoreSchemaError", "StoreWriteFailed",
     # runtime.store_sql: connections, migrations, fn(conn) SQL, token arrays
-    "Conn", "add_problem", "connect", "migrate", "migrations", "schema_version", "translate",
+    "AsyncConn", "Conn", "add_problem", "connect", "connect_writer", "migrate", "migrations", "schema_version", "translate",
     "insert_episode", "insert_evaluation", "insert_policy", "insert_tool_call", "insert_train_step",
     "insert_turn", "record_policy_path", "update_finished", "update_interrupted", "update_rerun_pending",
-    "upsert_baseline", "upsert_curriculum",
+    "upsert_baseline", "upsert_baseline_sync", "upsert_curriculum",
     "upsert_problems", "select_baseline", "select_curriculum", "select_episode", "select_episodes",
     "select_evaluations", "select_pending_reruns", "select_policies", "select_problems", "select_train_steps",
     "pack_ids", "pack_logprobs", "unpack_ids", "unpack_logprobs",
 ]
 
 T = TypeVar("T")
-log = logging.getLogger("kagent.store")
 
 
 class TrajectoryStore(Protocol):
@@ -196,70 +210,11 @@ def _snapshot(fn: Callable[[Conn], T]) -> Callable[[Conn], T]:
     return run
 
 
-# ---------------------------------------------------------------------------- writer task
-
-
-class _Request(Generic[T]):
-    """A write waiting for the writer. Its outcome is published only after the commit; until
-    then `error` says it was not written (what a sender sees if the writer never runs it)."""
-
-    __slots__ = ("fn", "what", "done", "result", "error")
-
-    def __init__(self, fn: Callable[[Conn], T], what: str) -> None:
-        self.fn = fn
-        self.what = what
-        self.done = anyio.Event()
-        self.result: T | None = None
-        self.error: BaseException | None = StoreError(f"{what}: not written, the store closed first")
-
-
-def _run_batch(conn: Conn, batch: list[_Request[Any]], path: Path, busy_timeout_s: float) -> None:
-    """One transaction for the whole batch; runs on a worker thread."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        outcomes = [_run_request(conn, req) for req in batch]
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:  # the transaction failed as a whole: nothing of it is stored
-        if conn.in_transaction:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error as rollback_exc:
-                exc.add_note(f"and the rollback failed too: {rollback_exc}")
-        for req in batch:
-            req.error = translate(exc, path, busy_timeout_s)
-        return
-    for req, (result, error) in zip(batch, outcomes, strict=True):
-        req.result, req.error = result, error
-
-
-def _run_request(conn: Conn, req: _Request[Any]) -> tuple[Any, BaseException | None]:
-    conn.execute("SAVEPOINT request")
-    try:
-        result = req.fn(conn)
-    except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError, sqlite3.DataError) as exc:
-        _undo(conn)  # this request's own fault (a constraint, bad input): it fails alone
-        err = StoreError(f"{req.what}: {exc}")
-        err.__cause__ = exc
-        return None, err
-    except sqlite3.Error:
-        raise  # busy, disk full, I/O, corruption: the whole transaction is lost (SQLite may have rolled it back)
-    except Exception as exc:  # e.g. a StoreError the fn raised about its arguments
-        _undo(conn)
-        return None, exc
-    conn.execute("RELEASE request")
-    return result, None
-
-
-def _undo(conn: Conn) -> None:
-    conn.execute("ROLLBACK TO request")
-    conn.execute("RELEASE request")
-
-
 class Store:
     """The SQLite store. Open with `async with Store.open(path) as store:`."""
 
-    def __init__(self, path: Path, reader: Conn, send: MemoryObjectSendStream[_Request[Any]] | None,
-                 busy_timeout_s: float, retry: dict[int, _Retry] | None = None) -> None:
+    def __init__(self, path: Path, reader: Conn, send: MemoryObjectSendStream[Request[Any]] | None,
+                 busy_timeout_s: float, retry: dict[int, Retry] | None = None) -> None:
         self.path = path
         self.busy_timeout_s = busy_timeout_s
         self._retry = {} if retry is None else retry
@@ -270,19 +225,22 @@ class Store:
     @classmethod
     @asynccontextmanager
     async def open(cls, path: str | Path, *, readonly: bool = False, lock: bool = True,
-                   busy_timeout_s: float = 5.0, max_batch: int = 256,
-                   queue_size: int = 1024) -> AsyncIterator[Store]:
+                   busy_timeout_s: float = 5.0, max_batch: int = 256, queue_size: int = 1024,
+                   reserve_bytes: int = 1 << 20) -> AsyncIterator[Store]:
         """Open (creating and migrating as needed). `readonly`: reads only, no lock, no writer.
-        `lock`: hold a flock on the file so a second daemon refuses (the trainer passes False)."""
+        `lock`: hold a flock on the file so a second daemon refuses (the trainer passes False).
+        `reserve_bytes`: with `lock`, disk space set aside for the final writes at close (0: none).
+        Raises StoreWriteFailed at close when final statuses could still not be written."""
         path = Path(path)
         lock_file = _Lock(path) if lock and not readonly else None
-        writer: Conn | None = None
+        writer: AsyncConn | None = None
         reader: Conn | None = None
         try:
             try:
                 if not readonly:
-                    writer = await to_thread.run_sync(lambda: connect(path, busy_timeout_s=busy_timeout_s))
-                    await to_thread.run_sync(migrate, writer, path)
+                    writer = await connect_writer(path, busy_timeout_s=busy_timeout_s)
+                    with anyio.CancelScope(shield=True):
+                        await migrate(writer, path)
                 reader = await to_thread.run_sync(lambda: connect(path, readonly=True, busy_timeout_s=busy_timeout_s))
                 _check_schema(reader, path)
             except sqlite3.Error as exc:
@@ -290,33 +248,53 @@ class Store:
             if writer is None:
                 yield cls(path, reader, None, busy_timeout_s)
                 return
-            send, receive = anyio.create_memory_object_stream[_Request[Any]](queue_size)
-            body_error: BaseException | None = None
-            retry: dict[int, _Retry] = {}
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_write_loop, writer, receive, path, busy_timeout_s, max_batch, retry)
-                with send:  # closing it lets the writer commit what is queued, then end
-                    try:
-                        yield cls(path, reader, send, busy_timeout_s, retry)
-                    except BaseException as exc:  # re-raised below, not wrapped in an ExceptionGroup
-                        body_error = exc
-            if body_error is not None:
-                raise body_error
+            reserve = Reserve(path, reserve_bytes) if lock_file is not None and reserve_bytes > 0 else None
+            if reserve is not None and not await to_thread.run_sync(reserve.make):
+                reserve = None
+            async with cls._writing(path, reader, writer, busy_timeout_s=busy_timeout_s, max_batch=max_batch,
+                                    queue_size=queue_size, reserve=reserve) as store:
+                yield store
         finally:
             with anyio.CancelScope(shield=True):  # closing checkpoints the WAL: off the event loop
-                for conn in (reader, writer):
-                    if conn is not None:
-                        await to_thread.run_sync(conn.close)
+                if reader is not None:
+                    await to_thread.run_sync(reader.close)
+                if writer is not None:
+                    await writer.close()
             if lock_file is not None:
                 lock_file.close()
 
+    @classmethod
+    @asynccontextmanager
+    async def _writing(cls, path: Path, reader: Conn, writer: AsyncConn, *, busy_timeout_s: float,
+                       max_batch: int, queue_size: int, reserve: Reserve | None) -> AsyncIterator[Store]:
+        """The store with its writer task running; at exit, the writer commits what is queued."""
+        send, receive = anyio.create_memory_object_stream[Request[Any]](queue_size)
+        body_error: BaseException | None = None
+        retry: dict[int, Retry] = {}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: write_loop(writer, receive, path=path, busy_timeout_s=busy_timeout_s,
+                                             max_batch=max_batch, retry=retry, reserve=reserve))
+            with send:  # closing it lets the writer commit what is queued, then end
+                try:
+                    yield cls(path, reader, send, busy_timeout_s, retry)
+                except BaseException as exc:  # re-raised below, not wrapped in an ExceptionGroup
+                    body_error = exc
+        if retry:  # the writer logged it too
+            lost = unwritten(path, retry)
+            if body_error is None:
+                raise StoreWriteFailed(lost)
+            body_error.add_note(lost)
+        if body_error is not None:
+            raise body_error
+
     # -- plumbing
 
-    async def write(self, fn: Callable[[Conn], T], what: str = "write") -> T:
-        """Run fn(conn) in the writer's next transaction; returns after the commit."""
+    async def write(self, fn: WriteFn[T], what: str = "write") -> T:
+        """Run `await fn(db)` in the writer's next transaction (fn may be called again when the
+        batch is re-run without a failed request); returns after the commit."""
         if self._send is None:
             raise StoreError(f"{self.path} is open read-only: {what} needs Store.open(path)")
-        req: _Request[T] = _Request(fn, what)
+        req: Request[T] = Request(fn, what)
         try:
             await self._send.send(req)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -334,14 +312,14 @@ class Store:
 
     async def upsert_problems(self, rows: Sequence[ProblemRow]) -> None:
         rows = list(rows)
-        await self.write(lambda c: upsert_problems(c, rows), f"upsert_problems({len(rows)})")
+        await self.write(lambda db: upsert_problems(db, rows), f"upsert_problems({len(rows)})")
 
     async def upsert_problem(self, row: ProblemRow) -> None:
         await self.upsert_problems([row])
 
     async def add_problem(self, row: ProblemRow) -> ProblemRow:
         """The stored row for `row.id`: `row` when new, else the existing one (see store_sql)."""
-        return await self.write(lambda c: add_problem(c, row), f"add_problem({row.name})")
+        return await self.write(lambda db: add_problem(db, row), f"add_problem({row.name})")
 
     async def get_problem(self, problem_id: str) -> ProblemRow | None:
         rows = await self.read(lambda c: select_problems(c, problem_id))
@@ -352,13 +330,13 @@ class Store:
 
     async def add_policy(self, version: int, path: str) -> PolicyRow:
         row = PolicyRow(version=version, path=path, created=time.time())
-        await self.write(lambda c: insert_policy(c, version, path, row.created), f"add_policy({version})")
+        await self.write(lambda db: insert_policy(db, version, path, row.created), f"add_policy({version})")
         return row
 
     async def record_policy(self, path: str) -> int:
         """The policy version of checkpoint `path`: the one recorded for it, else the next (one
         transaction; see store_sql.record_policy_path)."""
-        return await self.write(lambda c: record_policy_path(c, path, time.time()), f"record_policy({path})")
+        return await self.write(lambda db: record_policy_path(db, path, time.time()), f"record_policy({path})")
 
     async def list_policies(self) -> list[PolicyRow]:
         return await self.read(select_policies)
@@ -372,17 +350,17 @@ class Store:
         cleared in the same transaction (StoreError when it has none, so none is re-run twice)."""
         started = time.time()
         return await self.write(
-            lambda c: insert_episode(c, problem_id, policy_version, origin, trainable, started, rerun_of),
+            lambda db: insert_episode(db, problem_id, policy_version, origin, trainable, started, rerun_of),
             f"start_episode({problem_id})")
 
     async def add_turn(self, turn: TurnRow) -> int:
         blobs = (pack_ids(turn.prompt_ids), pack_ids(turn.completion_ids), pack_logprobs(turn.logprobs))
-        return await self.write(lambda c: insert_turn(c, turn, blobs),
+        return await self.write(lambda db: insert_turn(db, turn, blobs),
                                 f"add_turn(episode {turn.episode_id}, index {turn.index})")
 
     async def add_tool_call(self, call: ToolCallRow) -> int:
         record = None if call.record is None else _json(call.record)
-        return await self.write(lambda c: insert_tool_call(c, call, record),
+        return await self.write(lambda db: insert_tool_call(db, call, record),
                                 f"add_tool_call(turn {call.turn_id}, index {call.index})")
 
     async def finish_episode(self, episode_id: int, status: EpisodeStatus, *, reward: float | None,
@@ -394,16 +372,17 @@ class Store:
             raise ValueError("finish_episode needs a final status, not 'running'")
         finished = time.time()
 
-        def fn(c: Conn) -> None:
-            update_finished(c, episode_id, status, reward, trainable, error, finished, rerun_pending)
+        async def fn(db: AsyncConn) -> None:
+            await update_finished(db, episode_id, status, reward, trainable, error, finished, rerun_pending)
         what = f"finish_episode({episode_id}, {status})"
         try:
             await self.write(fn, what)
-        except StoreWriteFailed:
+        except StoreWriteFailed as exc:
             # Disk full or an I/O error: the caller hears of it now, and the final status is
             # written with the next transaction that commits (or at close), so the episode does
             # not stay `running` and get re-run at the next start.
-            self._retry[episode_id] = _Retry(fn, what)
+            self._retry[episode_id] = Retry(fn, what, f"ended {status} (reward {reward}, error {error!r})",
+                                            str(exc))
             raise
 
     @property
@@ -415,7 +394,7 @@ class Store:
         """At start-up: episodes still `running` were cut short by a crash; they become
         `interrupted` and (but for replays) wait for a re-run (`pending_reruns`). Returns their ids."""
         finished = time.time()
-        return await self.write(lambda c: update_interrupted(c, finished), "mark_interrupted_episodes")
+        return await self.write(lambda db: update_interrupted(db, finished), "mark_interrupted_episodes")
 
     async def pending_reruns(self) -> list[EpisodeRow]:
         """Episodes waiting for a re-run, oldest first: marked by `mark_interrupted_episodes` or
@@ -424,7 +403,7 @@ class Store:
 
     async def mark_rerun_pending(self, episode_id: int) -> None:
         """An ended episode waits for a re-run (the scheduler's retry of a re-queued request)."""
-        await self.write(lambda c: update_rerun_pending(c, episode_id), f"mark_rerun_pending({episode_id})")
+        await self.write(lambda db: update_rerun_pending(db, episode_id), f"mark_rerun_pending({episode_id})")
 
     async def list_episodes(self, *, status: EpisodeStatus | None = None, finished: bool | None = None,
                             trainable: bool | None = None, problem_id: str | None = None,
@@ -442,14 +421,14 @@ class Store:
     async def add_evaluation(self, result: EvalResult, *, episode_id: int | None,
                              tool_call_id: int | None = None) -> int:
         created = time.time()
-        return await self.write(lambda c: insert_evaluation(c, result, episode_id, tool_call_id, created),
+        return await self.write(lambda db: insert_evaluation(db, result, episode_id, tool_call_id, created),
                                 f"add_evaluation({result.problem}, {result.mode})")
 
     async def get_baseline(self, key: BaselineKey) -> BaselineEntry | None:
         return await self.read(lambda c: select_baseline(c, key))
 
     async def put_baseline(self, key: BaselineKey, entry: BaselineEntry) -> None:
-        await self.write(lambda c: upsert_baseline(c, key, entry), f"put_baseline({key.text()})")
+        await self.write(lambda db: upsert_baseline(db, key, entry), f"put_baseline({key.text()})")
 
     def baseline_cache(self) -> BaselineCache:
         """A sync BaselineCache on this file, for skills.evaluate (see StoreBaselineCache)."""
@@ -459,7 +438,7 @@ class Store:
 
     async def put_curriculum(self, rows: Sequence[CurriculumRow]) -> None:
         rows = list(rows)
-        await self.write(lambda c: upsert_curriculum(c, rows), f"put_curriculum({len(rows)})")
+        await self.write(lambda db: upsert_curriculum(db, rows), f"put_curriculum({len(rows)})")
 
     async def get_curriculum(self) -> list[CurriculumRow]:
         return await self.read(select_curriculum)
@@ -468,7 +447,7 @@ class Store:
         return {r.problem_id: r.weight for r in await self.get_curriculum()}
 
     async def add_train_step(self, step: TrainStepRow) -> int:
-        return await self.write(lambda c: insert_train_step(c, step),
+        return await self.write(lambda db: insert_train_step(db, step),
                                 f"add_train_step({step.run}, {step.stage}, {step.step})")
 
     async def list_train_steps(self, run: str | None = None) -> list[TrainStepRow]:
@@ -492,63 +471,6 @@ def _check_schema(conn: Conn, path: Path) -> None:
     if have != want:
         raise StoreSchemaError(f"{path} has schema {have}, this kagent needs {want}: open it once for"
                                " writing (Store.open / kagentd) to migrate it")
-
-
-class _Retry(NamedTuple):
-    """A write that failed to commit (disk full, I/O error) and is tried again."""
-
-    fn: Callable[[Conn], Any]
-    what: str
-
-
-async def _write_loop(conn: Conn, receive: MemoryObjectReceiveStream[_Request[Any]], path: Path,
-                      busy_timeout_s: float, max_batch: int, retry: dict[int, _Retry]) -> None:
-    limiter = anyio.CapacityLimiter(1)
-    batch: list[_Request[Any]] = []
-    try:
-        async for first in receive:
-            batch = [first]
-            while len(batch) < max_batch:
-                try:
-                    batch.append(receive.receive_nowait())
-                except (anyio.WouldBlock, anyio.EndOfStream):
-                    break
-            retried = {key: _Request(r.fn, r.what) for key, r in retry.items()}
-            # Not abandoned on cancel: a started transaction always ends (commit or rollback).
-            await to_thread.run_sync(_run_batch, conn, [*retried.values(), *batch], path, busy_timeout_s,
-                                     limiter=limiter)
-            _settle(retried, retry)
-            for req in batch:
-                req.done.set()
-            batch = []
-        if retry:  # closing: one more try for what is still unwritten
-            retried = {key: _Request(r.fn, r.what) for key, r in retry.items()}
-            await to_thread.run_sync(_run_batch, conn, list(retried.values()), path, busy_timeout_s,
-                                     limiter=limiter)
-            _settle(retried, retry)
-            if retry:
-                log.error("%s: the final status of episode(s) %s could not be written (%s); they stay"
-                          " `running` and the next start marks them interrupted", path,
-                          ", ".join(map(str, sorted(retry))), next(iter(retried.values())).error)
-    finally:
-        # Cancelled or failed: answer everything not run, so no sender waits forever.
-        while True:
-            try:
-                batch.append(receive.receive_nowait())
-            except (anyio.WouldBlock, anyio.EndOfStream):
-                break
-        receive.close()  # later sends fail at once (BrokenResourceError -> StoreError)
-        for req in batch:
-            req.done.set()
-
-
-def _settle(retried: dict[int, _Request[Any]], retry: dict[int, _Retry]) -> None:
-    """Drop the retried writes that are done: committed, or failed for a reason of their own."""
-    for key, req in retried.items():
-        if not isinstance(req.error, StoreWriteFailed | StoreBusy):
-            if req.error is not None:
-                log.error("%s failed when retried: %s", req.what, req.error)
-            retry.pop(key, None)
 
 
 class StoreBaselineCache:
@@ -582,7 +504,7 @@ class StoreBaselineCache:
                 _check_schema(conn, self.path)
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    upsert_baseline(conn, key, entry)
+                    upsert_baseline_sync(conn, key, entry)
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:

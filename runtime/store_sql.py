@@ -1,7 +1,12 @@
-"""The store's SQL as plain `fn(conn)` functions (DESIGN §7): connections and migrations,
-SQLite error translation, writes, reads, and the token-array packing. Each runs on the connection
-it is given; transactions are the caller's (runtime/store.py). The schema is in
-runtime/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one applied.
+"""The store's SQL as plain functions (DESIGN §7): connections and migrations, SQLite error
+translation, writes, reads, and the token-array packing. Each runs on the connection it is given;
+transactions are the caller's (runtime/store.py). The schema is in runtime/migrations/NNNN_*.sql,
+and PRAGMA user_version is the number of the last one applied.
+
+Writes (and the migrations) are `async fn(db)` on the writer's aiosqlite connection (`AsyncConn`);
+reads are sync `fn(conn)` on a plain sqlite3 connection (`Conn`), because every reader runs them:
+the store's read connection on a worker thread, `Store.read(fn)` callers (the trainer's data
+queries, the HTTP server's and the CLI's runtime/queries.py) and the sync StoreBaselineCache.
 
 Token arrays are BLOBs of little-endian int32 (ids) / float32 (logprobs); the view
 `turn_arrays` shows them as JSON.
@@ -13,10 +18,11 @@ import importlib.resources
 import re
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiosqlite
 import msgspec
 import numpy as np
 
@@ -44,6 +50,9 @@ from skills.results import EvalResult
 
 T = TypeVar("T")
 Conn = sqlite3.Connection
+"""A sync connection: readers."""
+AsyncConn = aiosqlite.Connection
+"""The writer's connection (aiosqlite: one thread of its own runs its statements in order)."""
 
 
 # ------------------------------------------------------------------------------ token arrays
@@ -70,15 +79,35 @@ def unpack_logprobs(blob: bytes | None) -> list[float] | None:
 # ------------------------------------------------------------------- connections, migrations
 
 
+def _pragmas(busy_timeout_s: float) -> list[str]:
+    return [f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}", "PRAGMA foreign_keys = ON",
+            # WAL: a crash loses nothing committed; power loss at most the last commits
+            "PRAGMA synchronous = NORMAL"]
+
+
+def _uri(path: Path, mode: str) -> str:
+    return f"{path.resolve().as_uri()}?mode={mode}"
+
+
 def connect(path: Path, *, readonly: bool = False, create: bool = True, busy_timeout_s: float = 5.0) -> Conn:
-    """A connection with the store's pragmas; autocommit (transactions are explicit)."""
-    mode = "ro" if readonly else "rwc" if create else "rw"
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, isolation_level=None,
-                           check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA synchronous = NORMAL")  # WAL: a crash loses nothing committed; power loss at most the last commits
+    """A sync connection with the store's pragmas; autocommit (transactions are explicit)."""
+    conn = sqlite3.connect(_uri(path, "ro" if readonly else "rwc" if create else "rw"), uri=True,
+                           isolation_level=None, check_same_thread=False)
+    for pragma in _pragmas(busy_timeout_s):
+        conn.execute(pragma)
     return conn
+
+
+async def connect_writer(path: Path, *, busy_timeout_s: float = 5.0) -> AsyncConn:
+    """The writer's aiosqlite connection (creating the file), same pragmas; autocommit."""
+    db = await aiosqlite.connect(_uri(path, "rwc"), uri=True, isolation_level=None)
+    try:
+        for pragma in _pragmas(busy_timeout_s):
+            await db.execute(pragma)
+    except BaseException:
+        await db.close()
+        raise
+    return db
 
 
 def migrations() -> list[tuple[int, str]]:
@@ -105,27 +134,28 @@ def _statements(sql: str) -> Iterator[str]:
         raise StoreSchemaError(f"migration ends inside a statement: {buf.strip()[:80]!r}")
 
 
-def migrate(conn: Conn, path: Path) -> int:
-    """Bring the file to the latest schema (WAL on); each migration is one transaction."""
-    if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
+async def migrate(db: AsyncConn, path: Path) -> int:
+    """Bring the file to the latest schema (WAL on); each migration is one transaction. Run it
+    shielded from cancellation: a started migration always commits or rolls back."""
+    if (await _first(db, "PRAGMA journal_mode = WAL"))[0] != "wal":
         raise StoreSchemaError(f"{path}: could not switch the database to WAL mode")
     todo = migrations()
     latest = todo[-1][0]
-    current: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    current: int = (await _first(db, "PRAGMA user_version"))[0]
     if current > latest:
         raise StoreSchemaError(f"{path} has schema {current}, newer than this kagent knows ({latest}); upgrade kagent")
     for number, sql in todo[current:]:
-        conn.execute("BEGIN IMMEDIATE")
+        await db.execute("BEGIN IMMEDIATE")
         try:
             # Another process may have migrated between our read and our lock.
-            if conn.execute("PRAGMA user_version").fetchone()[0] < number:
+            if (await _first(db, "PRAGMA user_version"))[0] < number:
                 for stmt in _statements(sql):
-                    conn.execute(stmt)
-                conn.execute(f"PRAGMA user_version = {number}")
-            conn.execute("COMMIT")
+                    await db.execute(stmt)
+                await db.execute(f"PRAGMA user_version = {number}")
+            await db.execute("COMMIT")
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            if db.in_transaction:
+                await db.execute("ROLLBACK")
             raise
     return latest
 
@@ -160,15 +190,25 @@ def translate(exc: BaseException, path: Path, busy_timeout_s: float) -> BaseExce
 
 
 # ------------------------------------------------------------------------------------ writes
+# Async: each runs on the writer's aiosqlite connection, inside the writer's transaction. A
+# statement is a round trip to aiosqlite's thread, so each keeps to as few as it can (checks
+# folded into the statement where SQLite can make them); SELECTs fetch all (no statement is
+# left open in a transaction).
 
 
 def _json(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def upsert_problems(conn: Conn, rows: Sequence[ProblemRow]) -> None:
+async def _first(db: AsyncConn, sql: str, args: Sequence[Any] = ()) -> Any:
+    """The first row of a query, or None."""
+    rows = list(await db.execute_fetchall(sql, args))
+    return rows[0] if rows else None
+
+
+async def upsert_problems(db: AsyncConn, rows: Sequence[ProblemRow]) -> None:
     now = time.time()
-    conn.executemany(
+    await db.executemany(
         "INSERT INTO problems (id, name, level, source, path, precision, tier, code, manifest, added, updated)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
         " name = excluded.name, level = excluded.level, source = excluded.source,"
@@ -179,53 +219,55 @@ def upsert_problems(conn: Conn, rows: Sequence[ProblemRow]) -> None:
          for r in rows])
 
 
-def add_problem(conn: Conn, row: ProblemRow) -> ProblemRow:
+async def add_problem(db: AsyncConn, row: ProblemRow) -> ProblemRow:
     """The stored row for `row.id`: `row` inserted when the id is new; else the row already
     there, untouched but for a missing source (an evaluation's placeholder) filled in."""
     now = time.time()
-    conn.execute(
+    await db.execute(
         "INSERT INTO problems (id, name, level, source, path, precision, tier, code, manifest, added, updated)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
         " code = coalesce(code, excluded.code)",
         (row.id, row.name, row.level, row.source, row.path, row.precision, row.tier, row.code, row.manifest,
          now, now))
-    return select_problems(conn, row.id)[0]
+    stored = await db.execute_fetchall(f"SELECT {_PROBLEM_COLS} FROM problems WHERE id = ?", (row.id,))
+    return _typed(_PROBLEM_NAMES, stored, ProblemRow)[0]
 
 
-def insert_policy(conn: Conn, version: int, path: str, created: float) -> None:
-    conn.execute("INSERT INTO policies (version, path, created) VALUES (?, ?, ?)", (version, path, created))
+async def insert_policy(db: AsyncConn, version: int, path: str, created: float) -> None:
+    await db.execute("INSERT INTO policies (version, path, created) VALUES (?, ?, ?)", (version, path, created))
 
 
-def record_policy_path(conn: Conn, path: str, created: float) -> int:
+async def record_policy_path(db: AsyncConn, path: str, created: float) -> int:
     """The version already recorded for checkpoint `path`, else the next version, inserted. Run
     inside one write transaction, so the trainer and the daemon's hot-loader, which may both
     record the same checkpoint, agree on its number and never take the same one twice."""
-    row = conn.execute("SELECT version FROM policies WHERE path = ? ORDER BY version DESC LIMIT 1",
-                       (path,)).fetchone()
+    row = await _first(db, "SELECT version FROM policies WHERE path = ? ORDER BY version DESC LIMIT 1", (path,))
     if row is not None:
         return int(row[0])
-    row = conn.execute("SELECT max(version) FROM policies").fetchone()
+    row = await _first(db, "SELECT max(version) FROM policies")
     version = 1 if row is None or row[0] is None else int(row[0]) + 1
-    insert_policy(conn, version, path, created)
+    await insert_policy(db, version, path, created)
     return version
 
 
-def insert_episode(conn: Conn, problem_id: str, policy_version: int | None, origin: Origin,
-                   trainable: bool, started: float, rerun_of: int | None = None) -> int:
+async def insert_episode(db: AsyncConn, problem_id: str, policy_version: int | None, origin: Origin,
+                         trainable: bool, started: float, rerun_of: int | None = None) -> int:
     """A new `running` episode. `rerun_of`: the episode it re-runs, whose `rerun_pending` mark is
     cleared in this same transaction (refused when it has none: no episode is re-run twice)."""
-    if conn.execute("SELECT 1 FROM problems WHERE id = ?", (problem_id,)).fetchone() is None:
-        raise StoreError(f"unknown problem {problem_id!r}: add it with upsert_problem first")
-    if rerun_of is not None and conn.execute(
-            "UPDATE episodes SET rerun_pending = 0 WHERE id = ? AND rerun_pending = 1", (rerun_of,)).rowcount == 0:
+    if rerun_of is not None and (await db.execute(
+            "UPDATE episodes SET rerun_pending = 0 WHERE id = ? AND rerun_pending = 1", (rerun_of,))).rowcount == 0:
         raise StoreError(f"episode {rerun_of} is not waiting for a re-run (already re-run, or never marked)")
-    cur = conn.execute("INSERT INTO episodes (problem_id, policy_version, origin, trainable, started, rerun_of)"
-                       " VALUES (?, ?, ?, ?, ?, ?)", (problem_id, policy_version, origin, trainable, started, rerun_of))
+    cur = await db.execute(
+        "INSERT INTO episodes (problem_id, policy_version, origin, trainable, started, rerun_of)"
+        " SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM problems WHERE id = ?)",
+        (problem_id, policy_version, origin, trainable, started, rerun_of, problem_id))
+    if cur.rowcount == 0:
+        raise StoreError(f"unknown problem {problem_id!r}: add it with upsert_problem first")
     return int(cur.lastrowid or 0)
 
 
-def insert_turn(conn: Conn, t: TurnRow, blobs: tuple[bytes | None, bytes | None, bytes | None]) -> int:
-    cur = conn.execute(
+async def insert_turn(db: AsyncConn, t: TurnRow, blobs: tuple[bytes | None, bytes | None, bytes | None]) -> int:
+    cur = await db.execute(
         "INSERT INTO turns (episode_id, idx, policy_version, messages, prompt_prefix, prompt_ids,"
         " completion_ids, logprobs, sampling, finish_reason, text, tool_calls, prompt_tokens,"
         " completion_tokens, duration, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -235,8 +277,8 @@ def insert_turn(conn: Conn, t: TurnRow, blobs: tuple[bytes | None, bytes | None,
     return int(cur.lastrowid or 0)
 
 
-def insert_tool_call(conn: Conn, c: ToolCallRow, record: str | None) -> int:
-    cur = conn.execute(
+async def insert_tool_call(db: AsyncConn, c: ToolCallRow, record: str | None) -> int:
+    cur = await db.execute(
         "INSERT INTO tool_calls (turn_id, episode_id, idx, call_id, skill, args, ok, result, record,"
         " duration, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (c.turn_id, c.episode_id, c.index, c.call_id, c.skill, c.args, c.ok, c.result, record,
@@ -244,10 +286,15 @@ def insert_tool_call(conn: Conn, c: ToolCallRow, record: str | None) -> int:
     return int(cur.lastrowid or 0)
 
 
-def update_finished(conn: Conn, episode_id: int, status: EpisodeStatus, reward: float | None,
-                    trainable: bool | None, error: str | None, finished: float,
-                    rerun_pending: bool = False) -> None:
-    cur = conn.execute(
+async def _status(db: AsyncConn, episode_id: int) -> str | None:
+    row = await _first(db, "SELECT status FROM episodes WHERE id = ?", (episode_id,))
+    return None if row is None else str(row[0])
+
+
+async def update_finished(db: AsyncConn, episode_id: int, status: EpisodeStatus, reward: float | None,
+                          trainable: bool | None, error: str | None, finished: float,
+                          rerun_pending: bool = False) -> None:
+    cur = await db.execute(
         "UPDATE episodes SET status = ?, reward = ?, trainable = coalesce(?, trainable), error = ?,"
         " finished = ?, rerun_pending = ?,"
         " policy_seconds = (SELECT coalesce(sum(duration), 0) FROM turns WHERE episode_id = episodes.id),"
@@ -255,38 +302,38 @@ def update_finished(conn: Conn, episode_id: int, status: EpisodeStatus, reward: 
         " WHERE id = ? AND status = 'running'",
         (status, reward, trainable, error, finished, int(rerun_pending), episode_id))
     if cur.rowcount == 0:
-        row = conn.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-        raise StoreError(f"episode {episode_id} does not exist" if row is None
-                         else f"episode {episode_id} already ended ({row[0]})")
+        now = await _status(db, episode_id)
+        raise StoreError(f"episode {episode_id} does not exist" if now is None
+                         else f"episode {episode_id} already ended ({now})")
 
 
-def update_interrupted(conn: Conn, finished: float) -> list[int]:
+async def update_interrupted(db: AsyncConn, finished: float) -> list[int]:
     """Episodes still `running` become `interrupted` and, but for replays, wait for a re-run
     (`rerun_pending`); returns their ids."""
-    ids = [r[0] for r in conn.execute("SELECT id FROM episodes WHERE status = 'running' ORDER BY id")]
-    conn.execute("UPDATE episodes SET status = 'interrupted', finished = ?, error = 'the daemon stopped"
-                 " while the episode ran', rerun_pending = (origin != 'replay') WHERE status = 'running'",
-                 (finished,))
+    ids = [r[0] for r in await db.execute_fetchall("SELECT id FROM episodes WHERE status = 'running' ORDER BY id")]
+    await db.execute("UPDATE episodes SET status = 'interrupted', finished = ?, error = 'the daemon stopped"
+                     " while the episode ran', rerun_pending = (origin != 'replay') WHERE status = 'running'",
+                     (finished,))
     return ids
 
 
-def update_rerun_pending(conn: Conn, episode_id: int) -> None:
+async def update_rerun_pending(db: AsyncConn, episode_id: int) -> None:
     """The episode (ended) waits for a re-run: the next start re-queues it unless one starts first."""
-    if conn.execute("UPDATE episodes SET rerun_pending = 1 WHERE id = ? AND status != 'running'",
-                    (episode_id,)).rowcount == 0:
-        row = conn.execute("SELECT status FROM episodes WHERE id = ?", (episode_id,)).fetchone()
-        raise StoreError(f"episode {episode_id} does not exist" if row is None
+    if (await db.execute("UPDATE episodes SET rerun_pending = 1 WHERE id = ? AND status != 'running'",
+                         (episode_id,))).rowcount == 0:
+        status = await _status(db, episode_id)
+        raise StoreError(f"episode {episode_id} does not exist" if status is None
                          else f"episode {episode_id} is still running")
 
 
-def insert_evaluation(conn: Conn, r: EvalResult, episode_id: int | None, tool_call_id: int | None,
-                      created: float) -> int:
+async def insert_evaluation(db: AsyncConn, r: EvalResult, episode_id: int | None, tool_call_id: int | None,
+                            created: float) -> int:
     # An evaluation outside the daemon may grade a problem it never listed.
-    conn.execute("INSERT INTO problems (id, name, source, precision, added, updated)"
-                 " VALUES (?, ?, 'evaluation', ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                 (r.problem_id, r.problem, r.precision, created, created))
+    await db.execute("INSERT INTO problems (id, name, source, precision, added, updated)"
+                     " VALUES (?, ?, 'evaluation', ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+                     (r.problem_id, r.problem, r.precision, created, created))
     speed = {s.baseline: s.value for s in r.speedups}
-    cur = conn.execute(
+    cur = await db.execute(
         "INSERT INTO evaluations (episode_id, tool_call_id, problem_id, mode, backend, compiled, correct,"
         " stage, flags, reward, reward_fn, candidate_us, speedup_eager, speedup_compile, device,"
         " torch_version, precision, seconds, result, created, executor)"
@@ -299,17 +346,28 @@ def insert_evaluation(conn: Conn, r: EvalResult, episode_id: int | None, tool_ca
     return int(cur.lastrowid or 0)
 
 
-def upsert_baseline(conn: Conn, key: BaselineKey, entry: BaselineEntry) -> None:
-    conn.execute(
-        "INSERT INTO baselines (problem_id, device, torch_version, precision, sizes, timing, entry, measured_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry,"
-        " measured_at = excluded.measured_at",
-        (key.problem_id, key.device, key.torch_version, key.precision, key.sizes, key.timing, _json(entry),
-         entry.measured_at))
+_UPSERT_BASELINE = (
+    "INSERT INTO baselines (problem_id, device, torch_version, precision, sizes, timing, entry, measured_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET entry = excluded.entry,"
+    " measured_at = excluded.measured_at")
 
 
-def upsert_curriculum(conn: Conn, rows: Sequence[CurriculumRow]) -> None:
-    conn.executemany(
+def _baseline_args(key: BaselineKey, entry: BaselineEntry) -> tuple[Any, ...]:
+    return (key.problem_id, key.device, key.torch_version, key.precision, key.sizes, key.timing, _json(entry),
+            entry.measured_at)
+
+
+async def upsert_baseline(db: AsyncConn, key: BaselineKey, entry: BaselineEntry) -> None:
+    await db.execute(_UPSERT_BASELINE, _baseline_args(key, entry))
+
+
+def upsert_baseline_sync(conn: Conn, key: BaselineKey, entry: BaselineEntry) -> None:
+    """upsert_baseline on a sync connection (StoreBaselineCache, which cannot await the writer)."""
+    conn.execute(_UPSERT_BASELINE, _baseline_args(key, entry))
+
+
+async def upsert_curriculum(db: AsyncConn, rows: Sequence[CurriculumRow]) -> None:
+    await db.executemany(
         "INSERT INTO curriculum (problem_id, tier, attempts, successes, mean_reward, recent_success,"
         " weight, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (problem_id) DO UPDATE SET"
         " tier = excluded.tier, attempts = excluded.attempts, successes = excluded.successes,"
@@ -319,8 +377,8 @@ def upsert_curriculum(conn: Conn, rows: Sequence[CurriculumRow]) -> None:
           r.updated) for r in rows])
 
 
-def insert_train_step(conn: Conn, s: TrainStepRow) -> int:
-    cur = conn.execute(
+async def insert_train_step(db: AsyncConn, s: TrainStepRow) -> int:
+    cur = await db.execute(
         "INSERT INTO train_steps (run, stage, step, policy_version, episodes, metrics, created)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         (s.run, s.stage, s.step, s.policy_version, _json(s.episodes), _json(s.metrics), s.created))
@@ -334,12 +392,19 @@ _EPISODE_COLS = ("id, problem_id, policy_version, origin, status, reward, traina
 _PROBLEM_COLS = "id, name, source, level, path, precision, tier, code, manifest"
 
 
+_PROBLEM_NAMES = [c.strip() for c in _PROBLEM_COLS.split(",")]
+
+
 def _row(cur: sqlite3.Cursor, values: tuple[Any, ...]) -> dict[str, Any]:
     return {d[0]: v for d, v in zip(cur.description, values, strict=True)}
 
 
 def _rows(cur: sqlite3.Cursor, typ: type[T]) -> list[T]:
     return [msgspec.convert(_row(cur, v), typ, strict=False) for v in cur.fetchall()]
+
+
+def _typed(names: list[str], rows: Iterable[Any], typ: type[T]) -> list[T]:
+    return [msgspec.convert(dict(zip(names, v, strict=True)), typ, strict=False) for v in rows]
 
 
 def select_episodes(conn: Conn, *, status: EpisodeStatus | None = None, finished: bool | None = None,

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from runtime.config import field_docs
-from runtime.store import CurriculumRow, ProblemRow, Store, TurnRow
+from runtime.store import AsyncConn, CurriculumRow, ProblemRow, Store, TurnRow
 from trainer import checkpoint as ckpt
 from trainer.config import TrainConfig, flag, parse_args
 from trainer.curriculum import (
@@ -142,10 +142,12 @@ def test_corrupt_episodes_are_skipped_and_counted(tmp_path: Path) -> None:
             await store.add_turn(TurnRow(episode_id=eid, index=0, text="no ids"))
             await store.finish_episode(eid, "turn_limit", reward=-1.0)
             for episode, speedup in ((1, 2.0), (2, 8.0), (3, None)):  # final evaluations (plain SQL)
-                await store.write(lambda c, e=episode, s=speedup: c.execute(
-                    "INSERT INTO evaluations (episode_id, problem_id, mode, backend, compiled, correct, stage,"
-                    " speedup_eager, torch_version, precision, result, created) VALUES"
-                    " (?, 'p0', 'final', 'cpu', 1, 1, 'done', ?, '2', 'fp32', '{}', 0)", (e, s)))
+                async def final(db: AsyncConn, e: int = episode, s: float | None = speedup) -> None:
+                    await db.execute(
+                        "INSERT INTO evaluations (episode_id, problem_id, mode, backend, compiled, correct, stage,"
+                        " speedup_eager, torch_version, precision, result, created) VALUES"
+                        " (?, 'p0', 'final', 'cpu', 1, 1, 'done', ?, '2', 'fp32', '{}', 0)", (e, s))
+                await store.write(final)
 
     anyio.run(corrupt)
     cfg = msgspec.convert(dict(db=str(db), model=str(model_json(tmp_path)), out=str(tmp_path / "o"), min_episodes=5,
