@@ -6,6 +6,7 @@
     [hotload]                     # checkpoints -> policy server
     [policy]                      # runtime.settings.PolicyConfig (the LLM endpoint)
     [scheduler]                   # runtime.settings.SchedulerConfig (slots, limits, problems)
+    [ray]                         # runtime.settings.RayConfig (slots as Ray actors: scheduler.executor)
 
 Precedence, lowest first: defaults, the TOML file, environment variables
 `KAGENT_<SECTION>__<FIELD>` (nested: `KAGENT_SCHEDULER__LIMITS__MAX_TURNS`), then flags
@@ -21,6 +22,7 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
+import importlib.util
 import inspect
 import os
 import re
@@ -35,7 +37,7 @@ import msgspec
 
 # runtime.settings, not runtime.policy/scheduler: those import openai and torch, and the CLI
 # commands that only read the config (kagentd status/stop, kagent episodes) must start fast.
-from runtime.settings import PolicyConfig, SchedulerConfig
+from runtime.settings import PolicyConfig, RayConfig, SchedulerConfig
 
 ENV_PREFIX = "KAGENT_"
 LOCAL_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -130,11 +132,13 @@ class Config(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=Tr
     """The LLM endpoint (runtime.policy)."""
     scheduler: SchedulerConfig = msgspec.field(default_factory=SchedulerConfig)
     """Episodes, slots and limits (runtime.scheduler)."""
+    ray: RayConfig = msgspec.field(default_factory=RayConfig)
+    """Evaluation actors on a Ray cluster (scheduler.executor = "ray")."""
 
 
 SECTIONS: dict[str, type[msgspec.Struct]] = {
     "daemon": DaemonConfig, "http": HttpConfig, "watch": WatchConfig, "hotload": HotloadConfig,
-    "policy": PolicyConfig, "scheduler": SchedulerConfig,
+    "policy": PolicyConfig, "scheduler": SchedulerConfig, "ray": RayConfig,
 }
 
 # Settings the running daemon applies when the config file changes; the rest need a restart.
@@ -349,6 +353,10 @@ def validate(config: Config) -> None:
         raise ConfigError("hotload.keep_adapters must be at least 1")
     if config.daemon.grace_seconds < 0:
         raise ConfigError("daemon.grace_seconds must be >= 0")
+    if config.scheduler.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError("scheduler.executor = 'ray' needs Ray on this machine: pip install 'kagent[ray]'")
+    if config.ray.slots_per_gpu < 1 or config.ray.attempts < 1:
+        raise ConfigError("ray.slots_per_gpu and ray.attempts must be at least 1")
 
 
 def reloadable(key: str) -> bool:

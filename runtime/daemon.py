@@ -323,11 +323,15 @@ def describe_health(h: dict[str, Any], info: DaemonInfo | None) -> list[str]:
         f"  store      {h.get('db')}",
         f"  episodes   {s.get('running')} running, {s.get('queued')} queued, {s.get('finished')} finished"
         f" since start; throughput {'—' if tps is None else f'{tps:.2f}'} turns/s",
-        f"  slots      {s.get('gpu_slots_busy')}/{s.get('gpu_slots_total')} busy",
+        f"  slots      {s.get('gpu_slots_busy')}/{s.get('gpu_slots_total')} busy ({s.get('executor', 'local')} executor)",
         f"  policy     version {s.get('policy_version')}, model {s.get('policy_model')}",
         f"  policy server: {'PROBLEM: ' + s['policy_error'] if s.get('policy_error') else 'ok'}",
         "  all episodes in the store: " + (", ".join(f"{n} {k}" for k, n in sorted(h.get("episodes", {}).items())) or "none"),
     ]
+    for a in s.get("actors") or []:  # the ray executor's evaluation actors
+        where = a["node"] + (f", GPU {a['device']}" if a.get("device") else "")
+        lines.append(f"  actor      {a['name']} ({where}): {a['state']}, {a['evaluations']} evaluations"
+                     + (f"; {a['error']}" if a.get("error") else ""))
     if hot.get("checkpoints_dir"):
         lines.append(f"  hot-load   {hot['mode']} from {hot['checkpoints_dir']}: step {hot.get('step')}"
                      + (f"; ERROR {hot['error']}" if hot.get("error") else ""))

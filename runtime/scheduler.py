@@ -17,7 +17,8 @@ runs twice.
 
 Limits: `max_in_flight` episodes at once; `max_in_flight_per_version` rollouts running under the
 current policy version (and optionally `max_rollouts_per_version` started under it), so samples
-do not go stale while the trainer catches up. Evaluations hold an exclusive slot (runtime/slots.py).
+do not go stale while the trainer catches up. Evaluations hold an exclusive slot (runtime/slots.py)
+of the executor `scheduler.executor` names (runtime/executor.py: this machine's slots, or Ray actors).
 
 Policy server down: an episode that ends in `policy_error` (after the client's own retries)
 closes the gate: nothing new starts for a backoff that doubles per consecutive failure, then
@@ -37,7 +38,6 @@ import os
 import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Literal
 
@@ -47,15 +47,18 @@ import msgspec
 
 from runtime.curriculum_source import CurriculumSource, NoProblems, StoreCurriculum, scan_problems
 from runtime.episode import EpisodeEvent, EpisodeOutcome, run_episode
+from runtime.executor import ActorState, make_executor
 from runtime.policy import Policy, PolicyError
 from runtime.problem_check import ProblemRejected, check_problem
+from runtime.settings import RayConfig
 from runtime.settings import SchedulerConfig as SchedulerConfig  # re-exported: its old home
-from runtime.slots import EvalSlots, LeasedEvaluator
+from runtime.slots import EvalSlots
 from runtime.store import Store
 from runtime.store_rows import Origin, ProblemRow
 from skills import load_skills
-from skills.evaluate import WarmPool
+from skills.eval_skills import Evaluator
 from skills.problem import ProblemError, source_id
+from skills.results import EvalResult
 from skills.workspace import WorkspaceConfig
 
 log = logging.getLogger("kagent.scheduler")
@@ -104,6 +107,10 @@ class SchedulerStatus(msgspec.Struct, kw_only=True):
     """Drawing rollouts from the curriculum."""
     draining: bool = False
     """Stopping: nothing new starts; running episodes finish."""
+    executor: str = "local"
+    """Where evaluation slots run (scheduler.executor)."""
+    actors: list[ActorState] = msgspec.field(default_factory=list)
+    """The ray executor's evaluation actors and their state (empty for local)."""
 
 
 class _Job(msgspec.Struct, kw_only=True):
@@ -119,7 +126,7 @@ class Scheduler:
     """Runs episodes: re-queued ones, HTTP requests first, then rollouts."""
 
     def __init__(self, *, config: SchedulerConfig, store: Store, policy: Policy,
-                 curriculum: CurriculumSource | None = None) -> None:
+                 curriculum: CurriculumSource | None = None, ray: RayConfig | None = None) -> None:
         load_skills()
         self.config, self.store, self.policy = config, store, policy
         cfg = config
@@ -128,6 +135,8 @@ class Scheduler:
         self.slots = EvalSlots(devices)
         self.compile_limiter = anyio.CapacityLimiter(cfg.compile_workers or os.cpu_count() or 1)
         self.eval_config = msgspec.structs.replace(cfg.eval, backend=cfg.backend)
+        self.executor = make_executor(cfg.executor, config=cfg, ray=ray or RayConfig(), eval_config=self.eval_config,
+                                      slots=self.slots, compile_limiter=self.compile_limiter)
         self.workspace = WorkspaceConfig(root=cfg.workspace_root) if cfg.workspace_root else WorkspaceConfig()
         self.problems: list[ProblemRow] = []
         self.curriculum: CurriculumSource = curriculum or StoreCurriculum(
@@ -157,10 +166,7 @@ class Scheduler:
         """Until cancelled: re-queue interrupted episodes, then run jobs."""
         await self.reload_problems()
         await self._requeue_interrupted()
-        async with AsyncExitStack() as stack:
-            if self.config.warm_workers:
-                self.slots.pools = [await stack.enter_async_context(
-                    WarmPool(msgspec.structs.replace(self.eval_config, gpu=d))) for d in self.slots.devices]
+        async with self.executor.open():
             async with anyio.create_task_group() as tg:
                 self._ready.set()
                 task_status.started()
@@ -218,14 +224,16 @@ class Scheduler:
         while self._turns and self._turns[0] < now - 60.0:
             self._turns.popleft()
         window = min(60.0, now - self._began)
+        slots = self.executor.status()
         return SchedulerStatus(
             running=self._in_flight, queued=len(self._requeued) + self._requests_waiting,
-            gpu_slots_busy=self.slots.busy, gpu_slots_total=len(self.slots.devices),
-            slot_busy_fraction=self.slots.busy_fraction(), policy_version=self.policy.version,
+            gpu_slots_busy=slots.busy, gpu_slots_total=slots.total,
+            slot_busy_fraction=slots.busy_fraction, policy_version=self.policy.version,
             policy_model=self.policy.model, finished=sum(self._by_status.values()), by_status=dict(self._by_status),
             turns_per_s=len(self._turns) / window if self._turns and window > 0 else None,
             policy_error=self._gate_note(now), problems=len(self.problems),
-            rollouts=self.config.rollouts and not self._draining, draining=self._draining)
+            rollouts=self.config.rollouts and not self._draining, draining=self._draining,
+            executor=slots.executor, actors=slots.actors)
 
     def drain(self) -> None:
         """Start nothing new from now on: no rollouts, no re-queued jobs (they keep their mark in
@@ -338,15 +346,27 @@ class Scheduler:
     async def _episode(self, problem: ProblemRow, source: str, origin: Origin,
                        on_event: OnEvent | None, *, rerun_of: int | None = None,
                        on_stop: Literal["interrupted", "cancelled"] = "interrupted") -> EpisodeOutcome:
+        episode: list[int] = []  # its row id, from the "started" event (sent before any evaluation)
+
         async def events(event: EpisodeEvent) -> None:
+            if event.kind == "started":
+                episode.append(event.episode_id)
             if event.kind == "turn":
                 self._turns.append(time.monotonic())
             if on_event is not None:
                 await on_event(event)
 
+        async def on_fault(result: EvalResult) -> None:
+            # An attempt whose actor was lost, kept with the episode; the evaluation is re-run.
+            await self.store.add_evaluation(result, episode_id=episode[0] if episode else None)
+
+        def evaluator(problem_path: Path) -> Evaluator:
+            return self.executor.evaluator(problem_path, cache=self.store.baseline_cache(),
+                                           precision=problem.precision, on_fault=on_fault)
+
         outcome = await run_episode(
             store=self.store, policy=self.policy, problem=problem, source=source,
-            make_evaluator=self._evaluator, limits=self.config.limits, workspace=self.workspace,
+            make_evaluator=evaluator, limits=self.config.limits, workspace=self.workspace,
             origin=origin, on_event=events, tools=self.config.tools, rerun_of=rerun_of,
             stopping=self._stopping, on_stop=on_stop)
         self._by_status[outcome.status] += 1
@@ -355,10 +375,6 @@ class Scheduler:
         else:
             self._policy_error, self._failures = None, 0
         return outcome
-
-    def _evaluator(self, problem_path: Path) -> LeasedEvaluator:
-        return LeasedEvaluator(problem_path, self.eval_config, cache=self.store.baseline_cache(),
-                               slots=self.slots, compile_limiter=self.compile_limiter)
 
     async def _requeue_interrupted(self) -> None:
         """Mark what a crash left `running` as `interrupted` (each then waits for a re-run), and

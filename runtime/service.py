@@ -75,7 +75,7 @@ class Daemon:
         log.info("kagentd stopped")
 
     async def _serve(self, store: Store, policy: Policy, sock: Any, signals: Any) -> None:
-        scheduler = Scheduler(config=self.config.scheduler, store=store, policy=policy)
+        scheduler = Scheduler(config=self.config.scheduler, store=store, policy=policy, ray=self.config.ray)
         self.state = state = ServerState(service=scheduler, store=store, http=self.config.http, extra=self._health)
         served = anyio.Event()
 

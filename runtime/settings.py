@@ -105,6 +105,8 @@ class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Keep each slot's next evaluation workers started ahead of time."""
     tools: list[str] | None = None
     """Skills offered to the agent (None: every registered skill)."""
+    executor: Literal["local", "ray"] = "local"
+    """Where evaluation slots run: local (this machine's GPUs, or cpu_slots) or ray (one Ray actor per slot on any node of a Ray cluster: the [ray] settings, docs/ray.md)."""
     problem_check_timeout_s: float = 120.0
     """A request's problem is loaded and checked in a child process; it is killed after this long."""
     problem_check_memory_mb: int = 4096
@@ -121,6 +123,27 @@ class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Seconds between reads of the store's curriculum weights."""
     seed: int | None = None
     """Seed of the curriculum's sampling (None: random)."""
+
+
+class RayConfig(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):
+    """Evaluation slots as Ray actors (scheduler.executor = "ray"; runtime/ray_executor.py, docs/ray.md)."""
+
+    address: str = "local"
+    """local: start a Ray instance on this machine for the daemon's run; auto: join the cluster this node runs (`ray start`); host:port or ray://host:10001: join that cluster."""
+    namespace: str = "kagent"
+    """Ray namespace of the evaluation actors (`kagentd status` lists their names; ray.get_actor(name, namespace=...) finds them)."""
+    slots_per_gpu: int = 1
+    """Evaluation actors per GPU on cuda, each asking Ray for 1/slots_per_gpu of a GPU (above 1, timings share a device)."""
+    gpus: int | None = None
+    """GPUs of the cluster to take on cuda (None: every GPU the cluster has when the daemon starts); on cpu, scheduler.cpu_slots actors of one CPU each."""
+    attempts: int = 3
+    """Actors one evaluation is tried on when the actor running it dies; after the last, it is an environment fault (reward None)."""
+    eval_timeout_s: float = 3600.0
+    """Longest one evaluation may take on an actor; then the actor is killed and the evaluation re-run on another."""
+    start_timeout_s: float = 300.0
+    """How long the daemon waits at start for its actors to be placed and ready; those still pending then are dropped."""
+    probe_s: float = 10.0
+    """Seconds between pings of idle actors, so a dead one leaves the rotation before an evaluation is sent to it."""
 
 
 def server_root(base_url: str) -> str:

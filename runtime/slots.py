@@ -6,6 +6,9 @@ share a device; on cpu a slot is a share of the machine (`cpu_slots`, default 1,
 OpenMP code wants every core). Builds run in the compile pool, outside any slot: an evaluation
 first builds (content-hash cached) while it waits, so the slot is busy only with the workers.
 With warm pools, each slot keeps its next judge + candidate workers started ahead of time.
+
+`slot_evaluate`, `slot_baselines` and `slot_ncu` are what a slot runs once it holds its device;
+the Ray executor's actors (runtime/ray_executor.py) run the same three functions on their node.
 """
 
 from __future__ import annotations
@@ -97,9 +100,25 @@ class LeasedEvaluator(Evaluator):
         await self.compile(workspace)
         async with self.slots.lease() as index:
             cfg = msgspec.structs.replace(self.config, gpu=self.slots.devices[index])
-            return await Evaluator(self.problem_path, cfg, cache=self.cache).ncu(workspace)
+            return await slot_ncu(self.problem_path, workspace, cfg, cache=self.cache)
 
     async def _run(self, workspace: Path, mode: Mode, cfg: EvalConfig, pool: WarmPool | None) -> EvalResult:
-        with tempfile.TemporaryDirectory(prefix="kagent-snap-") as tmp:
-            snap = await anyio.to_thread.run_sync(_snapshot, workspace, Path(tmp) / "ws")
-            return await evaluate(self.problem_path, snap, mode=mode, config=cfg, baseline_cache=self.cache, pool=pool)
+        return await slot_evaluate(self.problem_path, workspace, mode, cfg, cache=self.cache, pool=pool)
+
+
+async def slot_evaluate(problem_path: Path, workspace: Path, mode: Mode, cfg: EvalConfig, *,
+                        cache: BaselineCache | None, pool: WarmPool | None) -> EvalResult:
+    """One evaluation on the slot's device (`cfg.gpu`): a frozen snapshot of the workspace, graded."""
+    with tempfile.TemporaryDirectory(prefix="kagent-snap-") as tmp:
+        snap = await anyio.to_thread.run_sync(_snapshot, workspace, Path(tmp) / "ws")
+        return await evaluate(problem_path, snap, mode=mode, config=cfg, baseline_cache=cache, pool=pool)
+
+
+async def slot_baselines(problem_path: Path, cfg: EvalConfig, *, cache: BaselineCache | None) -> EvalResult:
+    """The problem's baselines alone, timed by the judge on the slot's device."""
+    return await Evaluator(problem_path, cfg, cache=cache).baselines()
+
+
+async def slot_ncu(problem_path: Path, workspace: Path, cfg: EvalConfig, *, cache: BaselineCache | None) -> NcuReport:
+    """Nsight Compute on one call of the workspace's ModelNew on the slot's device."""
+    return await Evaluator(problem_path, cfg, cache=cache).ncu(workspace)

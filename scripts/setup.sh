@@ -14,5 +14,6 @@ fi
 python -m pip install -q --upgrade pip
 # torch's CPU wheel by exact version; any torch >= 2.11 already installed is kept.
 python -c "import torch" 2>/dev/null || python -m pip install -q torch==2.13.0
-python -m pip install -q -e '.[dev,runtime,train]'
+# ray: the tests of the Ray executor (tests/test_ray_executor.py) run in CI too.
+python -m pip install -q -e '.[dev,runtime,train,ray]'
 echo "setup: ready (. .venv/bin/activate)"

@@ -20,7 +20,7 @@ import pytest
 from kagentd_harness import RELU, ROOT, SUBMIT, Kagentd, Scripted
 from packaging.requirements import Requirement
 
-OPTIONAL = {"pyarrow": "runtime", "transformers": "train", "kagent_ext": "the harness's own extension"}
+OPTIONAL = {"pyarrow": "runtime", "transformers": "train", "ray": "ray", "kagent_ext": "the harness's own extension"}
 """Imported by runtime/ or skills/ only inside functions, with a message when missing."""
 
 
