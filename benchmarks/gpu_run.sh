@@ -3,6 +3,8 @@
 #   source .device-kit/setup.sh && bash benchmarks/gpu_run.sh MODE
 # Modes by purpose:
 #   tests      every GPU test (JUnit) and the CUDA exploit table, then skill latency
+#   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
+#   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
 #   bench      timing stability, the solutions table, ncu
 #   fair       the same solution graded 10 times quiet and under 8 compiles (repeatability)
 #   ipc        which CUDA IPC transport crosses the sandbox, and its per-call latency
@@ -33,6 +35,14 @@ if [ "$1" = tests ]; then
   step pytest; TAIL=60 run 430 pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml tests/
   step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
   step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+fi
+if [ "$1" = tests-eval ]; then  # the evaluator's GPU tests in two JUnit files (each survives the other's timeout), latency, the memory plan's hard cases
+  step pytest-solutions; TAIL=30 run 300 pytest_gpu_solutions.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-solutions-h200.xml tests/test_gpu_eval.py -k reference_solution
+  step pytest-checks; TAIL=30 run 330 pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-h200.xml tests/test_gpu_eval.py tests/test_gpu_trust.py -k "not reference_solution"
+  step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+fi
+if [ "$1" = kernelbench ]; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
+  step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME}
 fi
 if [ "$1" = bench ]; then
   step stability; TAIL=8 run 150 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-h200

@@ -103,7 +103,7 @@ def _config(args: argparse.Namespace) -> Config:
     if args.unsafe_no_sandbox:
         cfg = msgspec.structs.replace(cfg, sandbox=SandboxConfig(allow_unsafe=True))
     if args.reference_model:  # the reference runs torch compute in forward by design
-        cfg = msgspec.structs.replace(cfg, static_checks=False)
+        cfg = msgspec.structs.replace(cfg, torch_allowed=True)
     policy = config.policy
     if args.policy_url:
         policy = msgspec.structs.replace(policy, base_url=args.policy_url, model=args.model or policy.model)

@@ -130,7 +130,9 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
     """How candidate workers are confined (bubblewrap + rlimits)."""
     gpu_memory_fraction: float = 0.45
-    """Cap on the candidate's torch allocations, as a fraction of the GPU (the judge holds the rest)."""
+    """Cap on the candidate's torch allocations while it imports model_new.py, as a fraction of the
+    GPU; before ModelNew is built the cap becomes what is free once the judge holds its sets and
+    references, less what the judge may still need (skills.harness.candidate.cap_memory)."""
     max_bandwidth_gbs: float | None = None
     """Fastest memory any call could read at (GB/s) for the timing floor; None: 10,000 on cuda,
     500 on cpu (beyond any current device, so only impossible timings are flagged)."""
@@ -141,10 +143,19 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     clock_marks: bool = True
     """Candidate timed calls mark their start and end on a kernel-stamped socket that the parent
     checks the reported times against (skills/marks.py; EXPLOITS row 4). Off only to measure it."""
+    torch_allowed: bool = False
+    """Benchmarks of the harness only (`kagent bench --reference-model`, benchmarks/bench_kernelbench.py):
+    grade torch compute as a solution, e.g. the problem's own Model as ModelNew. The static checks
+    are skipped and the torch-op rule's flags (TORCH_RULE_FLAGS: the op recorder's and the
+    profiler's) are dropped; every other check stays, and the result says so (torch_allowed)."""
     extension_cache_dir: str | None = None
     """Where the parent keeps the load_inline builds of evaluations that passed, for evaluations of
     the same code (skills/ext_cache.py; never visible to candidates); None: no reuse. Each
     evaluation builds in a torch extensions folder of its own."""
+
+
+TORCH_RULE_FLAGS = frozenset({"torch_fallback", "decoy_kernel"})
+"""The flags of the rule "no torch compute in forward" (dropped when EvalConfig.torch_allowed)."""
 
 
 class _State:
@@ -179,6 +190,12 @@ class _State:
         self.quiet: Callable[[], AbstractAsyncContextManager[None]] = contextlib.nullcontext
         """Held around timed loops: the warm pool starts no worker's CUDA meanwhile."""
         self.began = time.perf_counter()
+
+    def add_flags(self, flags: list[Flag]) -> None:
+        """New flags (one per name), less the torch-op rule's where the config allows torch."""
+        seen = {g.name for g in self.flags}
+        self.flags += [f for f in flags if f.name not in seen
+                       and not (self.config.torch_allowed and f.name in TORCH_RULE_FLAGS)]
 
 
 def _timing_result(samples: P.Samples) -> TimingResult:
@@ -216,6 +233,7 @@ def finish(state: _State) -> EvalResult:
         speedups=speedups, reward=None, reward_fn=None, precision=state.precision, gpu=state.gpu,
         torch_version=state.torch_version, stages=state.times, log=state.log, sandbox=state.sandbox,
         environment_fault=state.environment_fault, input_shapes=state.input_shapes,
+        torch_allowed=cfg.torch_allowed,
     )
     if state.mode == "final" and state.environment_fault is None and not (state.error and state.stage == "problem"):
         result.reward = get_reward_fn(cfg.reward_fn)(result)
@@ -348,7 +366,7 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
     if not await anyio.Path(ws / "model_new.py").is_file():
         state.error = "model_new.py does not exist: write it with write_file"
         return finish(state)
-    flags = await anyio.to_thread.run_sync(check_workspace, ws) if cfg.static_checks else []
+    flags = await anyio.to_thread.run_sync(check_workspace, ws) if cfg.static_checks and not cfg.torch_allowed else []
     if flags:
         state.flags += flags
         state.error = "static checks of model_new.py and kernels/ failed (see the flags)"
@@ -553,6 +571,7 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     state.stage = "import"
     evidence = await anyio.to_thread.run_sync(scan_build, built, scratch.workspace / "kernels",
                                               cfg.build or BuildConfig(backend=cfg.backend))
+    t_scan = time.perf_counter() - t
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device, seed=seed,
                                   n_sets=cfg.n_sets, exchange_dir=str(scratch.root / "exchange"),
                                   shape_check=cfg.shape_check, evidence=evidence))
@@ -564,20 +583,24 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
         kernel_names=[r.kernel for r in built.resources] if built else [],
         libraries=[lib.name for lib in built.libraries if lib.lib_dir] if built else []))
     ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")
+    judge_ready = time.perf_counter() - t
     state.problem, state.problem_id, state.precision = ready.name, ready.problem_id, ready.precision
     state.gpu, state.torch_version, state.input_shapes = ready.gpu, ready.torch_version, ready.input_shapes
     await cand.expect(P.CandImported, cfg.timeout_import_s, "importing model_new.py")
     state.times.workers_ready = time.perf_counter() - t
+    state.times.parts.update({"build scan": t_scan, "judge ready": judge_ready,
+                              **{f"judge start: {k}": v for k, v in ready.seconds.items()}})
 
     t = time.perf_counter()
     state.stage = "correctness"
-    await cand.send(P.CandInit(nonce=nonce, exchange_dir=str(scratch.root / "exchange"), shape_init=ready.shape_init))
+    await cand.send(P.CandInit(nonce=nonce, exchange_dir=str(scratch.root / "exchange"), shape_init=ready.shape_init,
+                               judge_reserve_bytes=ready.reserve_bytes if device == "cuda" else None))
     init = await cand.expect(P.CandReady, cfg.timeout_run_s, "building ModelNew")
     await judge.send(P.CheckRequest(nonce=nonce, timing=cfg.timing, limit_s=cfg.timeout_run_s))
     report = await _from_judge(judge, cand, P.CheckReport, cfg.timeout_run_s, "running the input sets")
     state.sets = report.sets
-    state.flags += report.flags
-    state.times.parts = {"candidate init": init.seconds, **{f"judge {k}": v for k, v in report.seconds.items()}}
+    state.add_flags(report.flags)
+    state.times.parts.update({"candidate init": init.seconds, **{f"judge {k}": v for k, v in report.seconds.items()}})
     state.times.correctness = time.perf_counter() - t
     if state.mode == "test" or not all(s.ok for s in state.sets) or state.flags:
         await _baselines_for_agent(judge, cand, state, cache, nonce, device, sizes)
@@ -689,7 +712,7 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
              + floor_check(result, ready.read_bytes, cfg)
              + clock_check(timed, own if marks is not None else None, cfg.timing.lead_us if device == "cuda" else 0.0,
                            [before, after], HANDOFF_SLACK_US[device]))
-    state.flags += [f for f in flags if f.name not in {g.name for g in state.flags}]
+    state.add_flags(flags)
     return result, timed.samples
 
 

@@ -227,6 +227,9 @@ class EvalResult(msgspec.Struct):
     input_shapes: list[list[int]] = msgspec.field(default_factory=list)
     """Shape of each tensor input at the timed sizes (what the regular sets and the timing loop
     used; the judge's JudgeReady.input_shapes); empty when the judge never got that far."""
+    torch_allowed: bool = False
+    """Graded with the torch-op rule off (EvalConfig.torch_allowed: a problem's own Model as the
+    solution, for benchmarks of the harness): not a kernel of the agent's."""
     executor: str = "local"
     """What ran it: `local` (a slot of the daemon's own machine, or `kagent eval`) or
     `ray:<node>:<actor>` (an evaluation actor: the node's IP and the actor's name; docs/ray.md)."""

@@ -181,6 +181,24 @@ def test_fair_relu_final(new_workspace: MakeWs, build_cache_dir: Path) -> None:
     assert '"eager"' in (ws.parent / "baselines.json").read_text()
 
 
+def test_judges_loop_keeps_to_its_wall_budget(new_workspace: MakeWs, build_cache_dir: Path) -> None:
+    """TimingConfig.loop_seconds caps the judge's loop of the candidate's calls by what a call costs
+    the judge (its draw, hand-over and hops), not only by the time inside calls: with a target
+    that alone would ask for 100000 calls, a 0.3 s budget gives a few hundred (fewer under load),
+    never fewer than min_calls; the start and the loop name where their time went."""
+    ws = new_workspace(RELU_PY, {"relu.cpp": RELU_CPP})
+    timing = TimingConfig(target_seconds=30.0, max_calls=100_000, min_calls=10, loop_seconds=0.3)
+    r = run_eval(RELU, ws, build_cache_dir, mode="profile", timing=timing)
+    assert r.error is None and r.flags == [], (r.error, r.flags)
+    assert r.candidate is not None
+    assert 10 <= r.candidate.calls < 5000, r.candidate.calls
+    parts = r.stages.parts
+    for name in ("judge ready", "judge start: references", "judge timed loop: draw",
+                 "judge timed loop: hand-over", "judge timed loop: call"):
+        assert parts.get(name, -1.0) >= 0.0, (name, parts)
+    assert parts["judge timed loop: call"] <= parts["judge timed loop"]
+
+
 # ---------------------------------------------------------------------------------------------
 # bad input: each ends as a structured failure of that one evaluation
 

@@ -52,6 +52,19 @@ def _candidate_traceback(exc: BaseException, workspace: str) -> str:
     return f"{text}\n{type(exc).__name__}: {exc}" if text else f"{type(exc).__name__}: {exc}"
 
 
+CAP_HEADROOM = 1 << 30
+"""Left free beyond the judge's reserve (allocator slack of both processes, the driver)."""
+
+
+def cap_memory(device: torch.device, judge_reserve: int) -> None:
+    """The candidate's torch allocations may grow to what it holds now plus what is free on the
+    GPU once the judge holds its sets and references, less what the judge may still need: a
+    candidate that runs out there fails on its own (its OOM, its fault), never the judge."""
+    free, total = torch.cuda.mem_get_info(device)
+    cap = torch.cuda.memory_reserved(device) + free - judge_reserve - CAP_HEADROOM
+    torch.cuda.set_per_process_memory_fraction(min(max(cap / total, 0.02), 0.95), device)
+
+
 class Candidate:
     def __init__(self, start: P.CandStart) -> None:
         self.start = start
@@ -95,6 +108,8 @@ class Candidate:
         self.module = module
 
     def construct(self, init: P.CandInit) -> None:
+        if self.device.type == "cuda" and init.judge_reserve_bytes is not None:
+            cap_memory(self.device, init.judge_reserve_bytes)
         exchange = Path(init.exchange_dir)
         self.models = [self._make_model(exchange / "init.pt")]
         if init.shape_init:

@@ -106,37 +106,112 @@ STRICT = Budget()
 """Today's budget: what every caller gets unless the judge chooses otherwise."""
 
 
+CHUNK = 1 << 24
+"""Elements per pass when a reference is measured or an output compared: the temporaries of a
+pass (fp64 errors, budgets, masks) stay ~0.5 GiB whatever the output's size."""
+
+
+def _spans(n: int) -> list[tuple[int, int]]:
+    return [(lo, min(lo + CHUNK, n)) for lo in range(0, n, CHUNK)] or [(0, 0)]
+
+
 class Reference:
-    """Reference outputs of one input set for one output tensor, kept on the judge's device."""
+    """Reference outputs of one input set for one output tensor, kept on the judge's device.
+
+    Held: r, and r64 as its difference from r in fp32 (r64 = r + d to ~2^-47 relative: d is the
+    reference's rounding error, and fp32 keeps 24 of its bits), or r64 whole where that does not
+    hold (non-finite values, fp64 outputs). The reference's own error e_ref and the per-element
+    budget are recomputed per CHUNK when an output is compared. So a set's references cost
+    8 bytes an fp32 element, not 28 (a 4096 x 393216 relu: 12.9 GB a set, not 45)."""
 
     def __init__(self, r: torch.Tensor, r64: torch.Tensor, budget: Budget = STRICT) -> None:
-        self.r = r
-        self.r64 = r64
-        finite = torch.isfinite(r64)
-        e_ref = torch.where(finite, (r.double() - r64).abs(), torch.zeros_like(r64))
-        if r.is_floating_point():
-            e_ref = _overflow_safe(r, r64, finite, e_ref)
-        self.e_ref = e_ref
+        self.r = r.contiguous()
+        self._r64: torch.Tensor | None = None
+        self._d: torch.Tensor | None = None
+        self._keep_r64(r64.contiguous())
+        self.mode = budget
+        self.shape = r64.shape
         n = max(r64.numel(), 1)
-        self.scale = float(torch.linalg.vector_norm(torch.where(finite, r64, 0.0)) / math.sqrt(n))
-        self.e_ref_mean = float(e_ref.sum() / n)
-        mag = r64.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
-        rel, norm_rel = _widening(budget)
-        self.budget = (
-            K_ELEM * torch.clamp(e_ref, min=self.e_ref_mean)
-            + RTOL * mag
-            + ATOL_FRAC * self.scale
-            + rel * (mag + self.scale)
-        )
+        e_sum = 0.0
+        e_norms: list[float] = []
+        r_norms: list[float] = []
+        self.e_ref_mean = 0.0
+        for lo, hi in _spans(r64.numel()):
+            r64c = self.r64_of(lo, hi)
+            e = self._e_ref(lo, hi, raise_undefined=True)
+            e_sum += float(e.sum())
+            e_norms.append(float(torch.linalg.vector_norm(e)))
+            r_norms.append(float(torch.linalg.vector_norm(torch.where(torch.isfinite(r64c), r64c, 0.0))))
+        self.scale = math.hypot(*r_norms) / math.sqrt(n)
+        self.e_ref_mean = e_sum / n
+        self.e_ref_norm = math.hypot(*e_norms)
+        self.rel, norm_rel = _widening(budget)
         # the floor of the norm budget (the rest is K_NORM * ||e_ref||)
         self.norm_floor = ((RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE) + norm_rel) * self.scale * math.sqrt(n)
-        self.norm_budget = K_NORM * float(torch.linalg.vector_norm(e_ref)) + self.norm_floor
-        if not (math.isfinite(self.norm_budget) and bool(torch.isfinite(self.budget).all())):
+        self.norm_budget = K_NORM * self.e_ref_norm + self.norm_floor
+        finite_budget = all(bool(torch.isfinite(self.budget_of(lo, hi)).all()) for lo, hi in _spans(r64.numel()))
+        if not (math.isfinite(self.norm_budget) and finite_budget):
             raise BudgetUndefined(f"the error budget is not finite (scale {self.scale:.3g}): the reference"
                                   " holds values too large to grade")
 
+    def _keep_r64(self, r64: torch.Tensor) -> None:
+        """Keep r64 as d = r64 - r in fp32 where every value of both is finite and d fits; else whole."""
+        if self.r.dtype == torch.float64 or not self.r.numel():
+            self._r64 = r64
+            return
+        d = torch.empty(r64.shape, dtype=torch.float32, device=r64.device).reshape(-1)
+        flat_r, flat_r64 = self.r.reshape(-1), r64.reshape(-1)
+        for lo, hi in _spans(r64.numel()):
+            part = flat_r64[lo:hi]
+            diff = part - flat_r[lo:hi].double()
+            d[lo:hi] = diff
+            if not bool(torch.isfinite(part).all() and torch.isfinite(d[lo:hi]).all()):
+                self._r64 = r64
+                return
+        self._d = d
 
-def _overflow_safe(r: torch.Tensor, r64: torch.Tensor, finite: torch.Tensor, e_ref: torch.Tensor) -> torch.Tensor:
+    def r64_of(self, lo: int, hi: int) -> torch.Tensor:
+        """r64 over flat elements [lo, hi), in fp64."""
+        if self._r64 is not None:
+            return self._r64.reshape(-1)[lo:hi]
+        assert self._d is not None
+        return self.r.reshape(-1)[lo:hi].double() + self._d[lo:hi].double()
+
+    @property
+    def r64(self) -> torch.Tensor:
+        """The fp64 reference, whole (a copy when kept as d; compare works per chunk)."""
+        if self._r64 is not None:
+            return self._r64
+        return torch.cat([self.r64_of(lo, hi) for lo, hi in _spans(self.r.numel())]).reshape(self.shape)
+
+    def _e_ref(self, lo: int, hi: int, raise_undefined: bool = False) -> torch.Tensor:
+        """|r - r64| over flat elements [lo, hi) where r64 is finite (overflow-safe), else 0."""
+        r, r64 = self.r.reshape(-1)[lo:hi], self.r64_of(lo, hi)
+        finite = torch.isfinite(r64)
+        e_ref = torch.where(finite, (r.double() - r64).abs(), torch.zeros_like(r64))
+        if r.is_floating_point():
+            e_ref = _overflow_safe(r, r64, finite, e_ref, raise_undefined)
+        return e_ref
+
+    def budget_of(self, lo: int, hi: int) -> torch.Tensor:
+        """The per-element budget over flat elements [lo, hi)."""
+        mag = self.r64_of(lo, hi).abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
+        return (K_ELEM * torch.clamp(self._e_ref(lo, hi), min=self.e_ref_mean)
+                + RTOL * mag + ATOL_FRAC * self.scale + self.rel * (mag + self.scale))
+
+    @property
+    def e_ref(self) -> torch.Tensor:
+        """The reference's own error, whole (for reports and calibration; compare works per chunk)."""
+        return torch.cat([self._e_ref(lo, hi) for lo, hi in _spans(self.r.numel())]).reshape(self.shape)
+
+    @property
+    def budget(self) -> torch.Tensor:
+        """The per-element budget, whole (for reports and calibration; compare works per chunk)."""
+        return torch.cat([self.budget_of(lo, hi) for lo, hi in _spans(self.r.numel())]).reshape(self.shape)
+
+
+def _overflow_safe(r: torch.Tensor, r64: torch.Tensor, finite: torch.Tensor, e_ref: torch.Tensor,
+                   raise_undefined: bool = True) -> torch.Tensor:
     """e_ref where the reference r is not finite but r64 is: one rounding of r64 in r's dtype (the
     budget from fp64 alone); raises BudgetUndefined where r64 is beyond r's range (no answer fits)."""
     lost = finite & ~torch.isfinite(r)
@@ -144,7 +219,7 @@ def _overflow_safe(r: torch.Tensor, r64: torch.Tensor, finite: torch.Tensor, e_r
         return e_ref
     info = torch.finfo(r.dtype)
     beyond = lost & (r64.abs() > info.max)
-    if bool(beyond.any()):
+    if raise_undefined and bool(beyond.any()):
         worst = float(r64[beyond].abs().max())
         raise BudgetUndefined(f"{int(beyond.sum())} exact (fp64) output values lie beyond {r.dtype}'s range"
                               f" (|value| up to {worst:.3g} > {info.max:.3g}): no {r.dtype} answer can be"
@@ -187,38 +262,52 @@ def compare_output(index: int, cand: object, ref: Reference, kind: str | None = 
         return fail(f"output {index} has shape {shape}, expected {want_shape}")
     if dtype != want_dtype:
         return fail(f"output {index} has dtype {dtype}, expected {want_dtype}")
-    c = cand.to(ref.r64.device).double()
-    ref_nan = torch.isnan(ref.r64)
-    nan_mismatch = torch.isnan(c) != ref_nan
-    same_inf = torch.isinf(ref.r64) & (c == ref.r64)
-    err = torch.where(ref_nan | same_inf, torch.zeros_like(c), (c - ref.r64).abs()).nan_to_num(math.inf)
-    over = (err > ref.budget) | nan_mismatch
-    bad = int(over.sum())
-    far = int(((err > TAIL_FACTOR * ref.budget) | nan_mismatch).sum()) if bad else 0
-    err_norm = float(torch.linalg.vector_norm(err))
-    ref_norm = float(torch.linalg.vector_norm(ref.e_ref))
-    ratio = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
-    max_abs = float(err.max()) if err.numel() else 0.0
-    denom = torch.clamp(ref.r64.abs().nan_to_num(0.0), min=max(ref.scale, 1e-30))
-    max_rel = float((err / denom).max()) if err.numel() else 0.0
+    c_all = cand.to(ref.r.device).contiguous().reshape(-1)
+    n = c_all.numel()
+    bad = far = 0
+    err_norms: list[float] = []
+    max_abs = max_rel = 0.0
+    worst = (-math.inf, 0)  # (excess over the budget, flat index) of the worst element over it
+    floor = max(ref.scale, 1e-30)
+    for lo, hi in _spans(n):
+        c, r64 = c_all[lo:hi].double(), ref.r64_of(lo, hi)
+        budget = ref.budget_of(lo, hi)
+        ref_nan = torch.isnan(r64)
+        nan_mismatch = torch.isnan(c) != ref_nan
+        same_inf = torch.isinf(r64) & (c == r64)
+        err = torch.where(ref_nan | same_inf, torch.zeros_like(c), (c - r64).abs()).nan_to_num(math.inf)
+        over = (err > budget) | nan_mismatch
+        b = int(over.sum())
+        if b:
+            bad += b
+            far += int(((err > TAIL_FACTOR * budget) | nan_mismatch).sum())
+            excess = torch.where(over, err - budget, -math.inf).nan_to_num(math.inf, neginf=-math.inf)
+            j = int(torch.argmax(excess))
+            if float(excess[j]) > worst[0] or worst[0] == -math.inf:
+                worst = (float(excess[j]), lo + j)
+        if err.numel():
+            err_norms.append(float(torch.linalg.vector_norm(err)))
+            max_abs = max(max_abs, float(err.max()))
+            max_rel = max(max_rel, float((err / torch.clamp(r64.abs().nan_to_num(0.0), min=floor)).max()))
+    err_norm = math.hypot(*err_norms)
+    ratio = err_norm / ref.e_ref_norm if ref.e_ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
     norm_ok = err_norm <= ref.norm_budget
-    ok = norm_ok and (bad == 0 or (far == 0 and bad <= TAIL_FRAC * c.numel()))
+    ok = norm_ok and (bad == 0 or (far == 0 and bad <= TAIL_FRAC * n))
     if ok:
-        tail = f"; {bad} of {c.numel()} elements over their budget by < {TAIL_FACTOR:g}x, tolerated" if bad else ""
+        tail = f"; {bad} of {n} elements over their budget by < {TAIL_FACTOR:g}x, tolerated" if bad else ""
         msg = f"output {index}: ok (max abs err {max_abs:.3g}, error {ratio:.2g}x the eager reference's{tail})"
     else:
-        msg = _failure_message(index, c, ref, err, over, bad, norm_ok, err_norm)
+        msg = _failure_message(index, c_all, cand.shape, ref, bad, worst[1], norm_ok, err_norm)
     return OutputError(index=index, ok=ok, shape=shape, dtype=dtype, max_abs_err=max_abs,
                        max_rel_err=max_rel, err_ratio=ratio, bad_elements=bad, message=msg)
 
 
-def _failure_message(index: int, c: torch.Tensor, ref: Reference, err: torch.Tensor,
-                     over: torch.Tensor, bad: int, norm_ok: bool, err_norm: float) -> str:
+def _failure_message(index: int, c: torch.Tensor, shape: torch.Size, ref: Reference, bad: int, flat: int,
+                     norm_ok: bool, err_norm: float) -> str:
     n = max(c.numel(), 1)
     if bad:
-        flat = int(torch.argmax(torch.where(over, err - ref.budget, -math.inf).reshape(-1)))
-        pos = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), c.shape)) if c.dim() else ()
-        got, want = float(c.reshape(-1)[flat]), float(ref.r64.reshape(-1)[flat])
+        pos = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if len(shape) else ()
+        got, want = float(c[flat]), float(ref.r64_of(flat, flat + 1)[0])
         return (f"output {index}: {bad} of {n} elements ({100.0 * bad / n:.3g}%) outside the error budget;"
                 f" worst at index {list(pos)}: got {got:.6g}, expected {want:.6g}")
     return (f"output {index}: error norm {err_norm:.3g} exceeds the budget {ref.norm_budget:.3g}"

@@ -25,6 +25,7 @@ import torch
 from skills.affinity import pin_self
 from skills.harness import protocol as P
 from skills.harness.compare import (
+    CHUNK,
     STRICT,
     Budget,
     BudgetUndefined,
@@ -36,7 +37,7 @@ from skills.harness.compare import (
 from skills.harness.driver import CandidateFault, Driver, Echo, loop_plan, warm_mean
 from skills.harness.exchange import draw_inputs, to_device
 from skills.harness.memory import too_big
-from skills.harness.timing import Loop, Parts, calls_for, now_ns
+from skills.harness.timing import Loop, Parts, calls_for, now_ns, within_budget
 from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
 from skills.results import Flag, SetResult, dedupe_flags
 
@@ -77,22 +78,35 @@ def set_seed(seed: int, index: int) -> None:
     torch.manual_seed(P.derive_seed(seed, index))
 
 
+def _peak(ref: Reference) -> float:
+    """max |r64| (NaN as 0, inf as the largest double), a CHUNK at a time (no whole copy)."""
+    peak = 0.0
+    for lo in range(0, ref.r.numel(), CHUNK):
+        peak = max(peak, float(ref.r64_of(lo, lo + CHUNK).abs().nan_to_num(0.0).max()))
+    return peak
+
+
 class Judge:
     def __init__(self, start: P.JudgeStart) -> None:
         self.start = start
         self.device = torch.device(start.device)
-        self.loaded = load_problem(start.problem_path, sizes=start.sizes)
+        self.start_parts = Parts()
+        with self.start_parts("load"):
+            self.loaded = load_problem(start.problem_path, sizes=start.sizes)
         # Before anything is allocated: a problem too big for this machine is refused in seconds.
-        # resident at once: the regular sets, the shape set, a timed call's own set, the arena
-        why = too_big(self.loaded, start.n_sets + int(start.shape_check) + 2, self.device)
+        # held at once: the regular sets and the shape set (the plan adds a timed call's own set,
+        # the arena and a baseline's buffers)
+        why = too_big(self.loaded, start.n_sets + int(start.shape_check), self.device)
         if why is not None:
             raise ProblemRefused(why)
         self.precision = self.loaded.problem.precision
         set_precision(self.precision)
         set_seed(start.seed, -1)
-        self.init_inputs = list(self.loaded.get_init_inputs())
-        self.model, self.model64, self.state = self._models(self.loaded, self.init_inputs)
-        self.budget = self._budget(start)
+        with self.start_parts("models"):
+            self.init_inputs = list(self.loaded.get_init_inputs())
+            self.model, self.model64, self.state = self._models(self.loaded, self.init_inputs)
+        with self.start_parts("budget"):
+            self.budget = self._budget(start)
         self.exchange = Path(start.exchange_dir)
         self.refs: list[list[Reference]] = []
         self.compiled: Any = None
@@ -134,16 +148,22 @@ class Judge:
 
     def build(self) -> P.JudgeReady:
         """Draw the regular input sets, compute references, write the weights for the candidate."""
-        self._write_init("init.pt", self.init_inputs, self.state)
+        parts = self.start_parts
+        with parts("weights"):
+            self._write_init("init.pt", self.init_inputs, self.state)
         for k in range(self.start.n_sets):
             # Factory calls in get_inputs() land on the device: drawing 64M normals there takes
             # milliseconds instead of the CPU's seconds (same distributions, different stream).
-            dev_inputs = self._draw(k)
-            self.refs.append(self._references(self.model, self.model64, dev_inputs))
+            with parts("draw"):
+                dev_inputs = self._draw(k)
+            with parts("references"):
+                self.refs.append(self._references(self.model, self.model64, dev_inputs))
             self.sets.append(dev_inputs)
-        self._refuse_degenerate()
+        with parts("degeneracy"):
+            self._refuse_degenerate()
         if self.start.shape_check:
-            self._shape_set()
+            with parts("shape set"):
+                self._shape_set()
         props = torch.cuda.get_device_properties(self.device) if self.device.type == "cuda" else None
         return P.JudgeReady(
             nonce=self.start.nonce, name=self.loaded.problem.name, problem_id=self.loaded.problem.id,
@@ -152,7 +172,18 @@ class Judge:
             l2_bytes=int(props.L2_cache_size) if props else 0, read_bytes=self._read_bytes(),
             shape_sizes=cast(Literal["small", "check"] | None, self.shape_sizes), shape_init=self.shape_own_model,
             input_shapes=[list(a.shape) for a in self.sets[0] if isinstance(a, torch.Tensor)] if self.sets else [],
+            seconds=parts.seconds, reserve_bytes=self._reserve_bytes(),
         )
+
+    def _reserve_bytes(self) -> int:
+        """What a timed call the judge checks allocates beyond what it holds now: the call's own
+        set and its fp64 copy (3x the set's bytes), per output element r, r64 and the fp64 forward's
+        intermediates taken as much again as r64 (20 bytes), and the comparison's per-CHUNK passes."""
+        if self.device.type != "cuda" or not self.sets:
+            return 0
+        ins = sum(a.numel() * a.element_size() for a in self.sets[0] if isinstance(a, torch.Tensor))
+        outs = sum(r.r.numel() for r in self.refs[0])
+        return 3 * ins + 20 * outs + 64 * CHUNK
 
     def _shape_set(self) -> None:
         """Row 14 of EXPLOITS.md: one more set at other sizes (the problem's SMALL_SIZES under the
@@ -183,8 +214,7 @@ class Judge:
     def _refuse_degenerate(self) -> None:
         """Rows 12-13 of EXPLOITS.md: a problem whose output ignores its inputs or is ~0 is refused."""
         for i in range(len(self.refs[0])):
-            peak = max(float(refs[i].r64.abs().nan_to_num(0.0).max()) if refs[i].r64.numel() else 0.0
-                       for refs in self.refs)
+            peak = max(_peak(refs[i]) for refs in self.refs)
             if peak < 1e-6:
                 raise ProblemRefused(f"output {i} is tiny (max |value| {peak:.3g}): any answer near 0 would pass")
             # Near-constant, not only bit-equal: if set 0's answer or the sets' mean (a cheat's
@@ -212,7 +242,11 @@ class Judge:
         answer), returned for every set, passes them all."""
         if not self.refs[0][i].r.is_floating_point():
             return False
-        mean = torch.stack([refs[i].r.double() for refs in self.refs]).mean(0).to(self.refs[0][i].r.dtype)
+        total = self.refs[0][i].r.double()
+        for refs in self.refs[1:]:
+            total += refs[i].r  # one fp64 sum held, not a stack of every set's outputs
+        mean = (total / len(self.refs)).to(self.refs[0][i].r.dtype)
+        del total
         return all(compare_output(i, mean, refs[i]).ok for refs in self.refs)
 
     def _draw(self, k: int) -> list[Any]:
@@ -264,8 +298,11 @@ class Judge:
         parts = Parts()
         rng = random.Random(P.derive_seed(self.start.seed, TIMED_SEEDS + req.round))
         with parts("warm-up"):
-            mean = self._warm_up(drv, req.timing)
-        n = calls_for(req.timing, mean)
+            mean, per_call = self._warm_up(drv, req.timing)
+        began = now_ns()
+        first = self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND)
+        draw_us = (now_ns() - began) / 1e3
+        n = min(calls_for(req.timing, mean), within_budget(req.timing, per_call + draw_us))
         checked = loop_plan(n, req.checked_fraction, rng)
         events: list[float] = []
         walls: list[float] = []
@@ -275,11 +312,19 @@ class Judge:
         flags: list[Flag] = []
         bad = 0
         first_seq = drv.seq + 1
+        spent = {"draw": 0, "hand-over": 0, "call": 0, "check": 0}
         with parts("timed loop"):
             for i in range(n):
-                inputs = self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND + i)
+                t0 = now_ns()
+                inputs = first if i == 0 else self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND + i)
+                t1 = now_ns()
                 drv.put(0, inputs)
+                t2 = now_ns()
                 called, sent, back = drv.call(0, inputs)
+                t3 = now_ns()
+                spent["draw"] += t1 - t0
+                spent["hand-over"] += t2 - t1
+                spent["call"] += t3 - t2
                 events.append(called.event_us)
                 walls.append(min(called.wall_us, (back - sent) / 1e3))
                 leads.append(called.lead_us)
@@ -290,7 +335,11 @@ class Judge:
                     refs = self._references(self.model, self.model64, inputs)
                     bad += not self._passes(drv, called, inputs, refs, i, flags)
                     del refs
+                    spent["check"] += now_ns() - t3
                 del inputs
+        del first
+        for k, v in spent.items():
+            parts.seconds[f"timed loop: {k}"] = v / 1e9
         samples = P.Samples(per_call_us=events, wall_us=walls, sync_overhead_us=0.0,
                             lead_us=leads if self.device.type == "cuda" and req.timing.lead_us > 0 else [])
         with parts("after the loop"):
@@ -299,21 +348,25 @@ class Judge:
                             checked_calls=len(checked), bad_calls=bad, sent_ns=sent_ns, back_ns=back_ns,
                             flags=dedupe_flags(flags), seconds=parts.seconds)
 
-    def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> float:
+    def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> tuple[float, float]:
         """Untimed calls like the timed ones, until warmup_calls and warmup_seconds (at most 10x
-        the calls); the mean wall us of the later half (bounded by the judge's own clock)."""
+        the calls); the mean wall us of the later half (bounded by the judge's own clock), and
+        the judge's wall us per call there (hand-over and hops included)."""
         walls: list[float] = []
+        rounds: list[float] = []
         began = now_ns()
         i = 0
         while i < timing.warmup_calls or (now_ns() - began) / 1e9 < timing.warmup_seconds:
             inputs = self.sets[i % len(self.sets)]
+            t0 = now_ns()
             drv.put(0, inputs)
             called, sent, back = drv.call(0, inputs)
+            rounds.append((now_ns() - t0) / 1e3)
             walls.append(min(max(called.wall_us, 0.0), (back - sent) / 1e3))
             i += 1
             if i >= 10 * timing.warmup_calls:
                 break
-        return warm_mean(walls)
+        return warm_mean(walls), warm_mean(rounds)
 
     def _after_loop(self, drv: Driver, req: P.TimeRequest, samples: P.Samples, flags: list[Flag]) -> int:
         """After the timed calls: caller calls (cuda, no lead), three probe calls under the op recorder

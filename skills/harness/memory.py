@@ -3,12 +3,15 @@ allocated, so a problem too big for the machine is refused in seconds with what 
 what is free (reward None: not the agent's doing) instead of being killed by the OOM killer.
 
 The estimate runs the problem on meta tensors (no memory) and counts, for the judge: the model
-three times (its weights, their fp64 copy, the state dict the candidate loads), and per input set
-drawn (regular sets and canaries are all held until their references are taken) the inputs and
-the references (r, r64, the error and the budget: 7x the fp32 output), plus the fp64 forward's
-own inputs and outputs. On the cpu backend the candidate's process shares the machine's memory,
-so its inputs, pristine copies and outputs per set are added. Intermediate activations are not
-known from the outside: the plan is a floor, and `MARGIN` leaves room for them.
+three times (its weights, their fp64 copy, the state dict the candidate loads); per input set it
+holds (the regular sets and the shape set) the inputs and the references (r and r64 kept as r's
+fp32 difference: 2x the fp32 output, skills/harness/compare.py); a timed call's own set with its
+references and the fp64 forward's inputs and output while the judge checks it (3x the inputs,
+4x the output); the arena the candidate writes into (inputs and outputs once); a baseline's work
+buffers and output; and the comparison's per-chunk passes. On the cpu backend the candidate's
+process shares the machine's memory: its model and its outputs are added (its inputs are the
+judge's arena). Intermediate activations are not known from the outside: the plan is a floor,
+and `MARGIN` leaves room for them.
 """
 
 from __future__ import annotations
@@ -43,8 +46,12 @@ def _nbytes(values: Any) -> int:
     return 0
 
 
+COMPARE_BYTES = 64 << 24
+"""The comparison's temporaries: ~64 bytes an element over one CHUNK (compare.py) of 2^24."""
+
+
 def plan(loaded: LoadedProblem, n_sets: int) -> MemoryPlan | None:
-    """The memory plan of `loaded` with `n_sets` input sets drawn (regular + canaries + shape)."""
+    """The memory plan of `loaded` with `n_sets` input sets held (regular + shape)."""
     try:
         with torch.device("meta"), torch.no_grad():
             model = loaded.make_model()
@@ -54,8 +61,9 @@ def plan(loaded: LoadedProblem, n_sets: int) -> MemoryPlan | None:
         return None
     params = _nbytes(list(model.parameters())) + _nbytes(list(model.buffers()))
     ins, outs = _nbytes(inputs), _nbytes(out)
-    judge = 3 * params + n_sets * (ins + 7 * outs) + 2 * (ins + outs)
-    candidate = params + n_sets * 2 * ins + 2 * outs
+    judge = (3 * params + n_sets * (ins + 2 * outs) + (3 * ins + 4 * outs) + (ins + outs) + (ins + outs)
+             + COMPARE_BYTES)
+    candidate = params + 2 * outs
     return MemoryPlan(judge=judge, candidate=candidate)
 
 

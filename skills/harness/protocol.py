@@ -34,6 +34,11 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Most timed calls."""
     target_seconds: float = 0.4
     """Aim the timed loop at this much time spent inside calls."""
+    loop_seconds: float = 0.6
+    """...and a timed loop at most this much wall time, what each call costs around it included
+    (the judge's loop of the candidate: its own input draw, hand-over and hops; a baseline's: the
+    flush and sync), estimated from the warm-up, never below min_calls: on the H200 the judge's
+    loop spent ~2 ms per call, and 1000 calls of a 139 us kernel made profile() 4.5 s."""
     flush_l2: bool = True
     """Write a buffer twice the size of the last-level cache between calls."""
     reset_persisting_l2: bool = True
@@ -128,6 +133,11 @@ class JudgeReady(msgspec.Struct, tag=True, kw_only=True):
     input_shapes: list[list[int]] = msgspec.field(default_factory=list)
     """Shape of each tensor input of the regular sets (the timed sizes; non-tensor inputs left out),
     so the agent's report can say what was timed and checked."""
+    seconds: dict[str, float] = msgspec.field(default_factory=dict)
+    """Wall seconds of the judge's start by part (load, models, budget, sets and references)."""
+    reserve_bytes: int = 0
+    """cuda: what the judge may still allocate after this (a timed call's own set, its references in
+    fp32 and fp64, the fp64 forward's inputs, the comparison's passes) on top of what it holds."""
 
 
 class CheckRequest(msgspec.Struct, tag=True, kw_only=True):
@@ -260,6 +270,9 @@ class CandInit(msgspec.Struct, tag=True, kw_only=True):
     """Holds init.pt (the judge's initial weights) and, with shape_init, init_shape.pt."""
     shape_init: bool = False
     """Build a second ModelNew from exchange/init_shape.pt for the shape check's calls (model 1)."""
+    judge_reserve_bytes: int | None = None
+    """cuda: what the judge may still allocate on the GPU (JudgeReady.reserve_bytes); the candidate's
+    cap becomes what is free now, less that (None: keep the cap set at start)."""
 
 
 class CandReady(msgspec.Struct, tag=True, kw_only=True):

@@ -116,6 +116,7 @@ class Loop:
         self._calls = 0
         self.lead_cycles = 0  # set by calibrate_lead(), corrected in place by warmup()
         self.last_lead_us = 0.0  # how long the last call's lead held the GPU (event time)
+        self.round_us = 0.0  # wall us per warm-up call with what the loop does around it (warmup())
         flush_bytes = 2 * llc_bytes(device) if config.flush_l2 and not external else 0
         self.flush_buf = torch.empty(max(flush_bytes // 4, 1), dtype=torch.float32, device=device)
         # Events go on the caller's (default) stream: work the call leaves elsewhere is missed by
@@ -229,21 +230,26 @@ class Loop:
         to how long it held the GPU in the later warm-up calls."""
         walls: list[float] = []
         leads: list[float] = []
+        rounds: list[float] = []
         self.calibrate_lead()
         began = _perf_ns()
         i = 0
         while i < self.config.warmup_calls or (_perf_ns() - began) / 1e9 < self.config.warmup_seconds:
+            t0 = _perf_ns()
             _, wall, _ = self.call(order[i % len(order)])
+            rounds.append((_perf_ns() - t0) / 1e3)
             walls.append(wall)
             leads.append(self.last_lead_us)
             i += 1
             if i >= 10 * self.config.warmup_calls:
                 break
         self.correct_lead(leads[len(leads) // 2:])
+        self.round_us = statistics.fmean(rounds[len(rounds) // 2:])
         return statistics.fmean(walls[len(walls) // 2:])
 
     def n_calls(self, mean_us: float) -> int:
-        return calls_for(self.config, mean_us)
+        """calls_for, within the loop's wall budget at the warm-up's cost per call (flush included)."""
+        return min(calls_for(self.config, mean_us), within_budget(self.config, self.round_us))
 
     def run(self, order: Sequence[int], after: AfterCall | None = None, mark: MarkCall | None = None) -> Samples:
         """Timed calls over `order` (set index per call); `mark` brackets each call's clock window."""
@@ -273,6 +279,11 @@ class Loop:
         if not self.cuda:
             return []
         return [self.call(s, lead=False)[0] for s in order]
+
+
+def within_budget(config: TimingConfig, round_us: float) -> int:
+    """Calls that fit in loop_seconds at round_us of wall time each, at least min_calls."""
+    return max(config.min_calls, int(config.loop_seconds * 1e6 / max(round_us, 1.0)))
 
 
 def calls_for(config: TimingConfig, mean_us: float) -> int:

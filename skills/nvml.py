@@ -1,0 +1,120 @@
+"""GPU memory seen from outside the workers: NVML through ctypes (no package needed), sampled by
+the parent around an evaluation's calls.
+
+NVML reports the memory each process holds on the device (its CUDA context, torch's caching
+allocator, IPC mappings it created), whatever the process itself claims; the parent's sampler
+keeps the peak per process and of the whole device. Where NVML cannot be loaded (no driver, the
+CPU backend) `Nvml.open()` returns None and callers record "not measured" (None)."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from types import TracebackType
+
+_MAX_PROCS = 256
+
+
+class _Proc(ctypes.Structure):
+    """nvmlProcessInfo_t (v2/v3: pid, usedGpuMemory, gpuInstanceId, computeInstanceId)."""
+
+    _fields_ = [("pid", ctypes.c_uint), ("used", ctypes.c_ulonglong),
+                ("gpu_instance", ctypes.c_uint), ("compute_instance", ctypes.c_uint)]
+
+
+class _Memory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
+class Nvml:
+    """One device's handle: per-process and whole-device memory in bytes."""
+
+    def __init__(self, lib: ctypes.CDLL, handle: ctypes.c_void_p) -> None:
+        self.lib = lib
+        self.handle = handle
+        try:
+            self._procs = lib.nvmlDeviceGetComputeRunningProcesses_v3
+        except AttributeError:  # an older driver
+            self._procs = lib.nvmlDeviceGetComputeRunningProcesses_v2
+
+    @classmethod
+    def open(cls, index: int = 0) -> Nvml | None:
+        """NVML for device `index` (as CUDA_VISIBLE_DEVICES would number it: NVML's own order is
+        PCI order, the same on the one- and two-GPU machines this runs on), or None."""
+        try:
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if lib.nvmlInit_v2() != 0:
+                return None
+            handle = ctypes.c_void_p()
+            if lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(handle)) != 0:
+                return None
+            return cls(lib, handle)
+        except (OSError, AttributeError):
+            return None
+
+    def processes(self) -> dict[int, int]:
+        """pid -> bytes used on the device, for every process with a compute context there."""
+        count = ctypes.c_uint(_MAX_PROCS)
+        infos = (_Proc * _MAX_PROCS)()
+        if self._procs(self.handle, ctypes.byref(count), infos) != 0:
+            return {}
+        return {int(infos[i].pid): int(infos[i].used) for i in range(count.value)}
+
+    def used(self) -> int:
+        """Bytes in use on the whole device."""
+        mem = _Memory()
+        if self.lib.nvmlDeviceGetMemoryInfo(self.handle, ctypes.byref(mem)) != 0:
+            return 0
+        return int(mem.used)
+
+
+class MemorySampler:
+    """Peak memory per process and of the device, sampled every `period_s` in a thread while held:
+
+        with MemorySampler(nvml) as peaks: ... ;  peaks.by_pid, peaks.device
+    """
+
+    def __init__(self, nvml: Nvml, period_s: float = 0.01) -> None:
+        self.nvml = nvml
+        self.period_s = period_s
+        self.by_pid: dict[int, int] = {}
+        self.device = 0
+        self.base = 0
+        """Device bytes in use when sampling began (other processes' share)."""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gpu-memory-sampler", daemon=True)
+
+    def _sample(self) -> None:
+        for pid, used in self.nvml.processes().items():
+            self.by_pid[pid] = max(self.by_pid.get(pid, 0), used)
+        self.device = max(self.device, self.nvml.used())
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(self.period_s)
+
+    def __enter__(self) -> MemorySampler:
+        self.base = self.nvml.used()
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+def role_of(pid: int) -> str:
+    """judge / candidate / other, from the process's command line (the harness module it runs)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read()
+    except OSError:
+        return "other"
+    for role in ("judge", "candidate"):
+        if f"skills.harness.{role}".encode() in cmd:
+            return role
+    return "other"
