@@ -3,9 +3,9 @@ solution (EvalConfig.torch_allowed: the torch-op rule off, marked in each row), 
 the eager baseline: a gradable problem scores reward 1 (correct, not faster than itself).
 
 Per problem: gradable (correct, no flag, no error), reward, stage and error, wall seconds, and
-peak GPU memory of the judge and of the candidate seen from outside (NVML, sampled by this
-process every 10 ms; None where NVML cannot be read), beside the judge's memory plan
-(skills/harness/memory.py) for comparison.
+peak GPU memory of the judge and of the candidate seen from outside (EvalResult.memory: NVML
+sampled by the evaluator every 10 ms per worker process tree; None where NVML cannot be read),
+beside the judge's memory plan (skills/harness/memory.py) for comparison.
 
     python benchmarks/bench_kernelbench.py ../shared/kernelbench --out kernelbench-h200
     python benchmarks/bench_kernelbench.py ../shared/kernelbench/level1/9_Tall_skinny_matrix_multiplication_.py
@@ -81,6 +81,10 @@ def config(args: argparse.Namespace) -> EvalConfig:
                       build=BuildConfig(backend=args.backend))
 
 
+def _gib(n: int | None) -> float | None:
+    return n / GIB if n is not None else None
+
+
 def row_of(f: Path, r: EvalResult, wall: float, peaks: dict[str, int] | None, device_peak: int | None,
            n_sets: int) -> dict[str, Any]:
     plan_judge, plan_cand = plan_of(f, n_sets)
@@ -89,8 +93,9 @@ def row_of(f: Path, r: EvalResult, wall: float, peaks: dict[str, int] | None, de
         "reward": r.reward, "stage": r.stage, "torch_allowed": r.torch_allowed,
         "error": (r.error or "")[:300] or None, "environment_fault": (r.environment_fault or "")[:300] or None,
         "flags": [fl.name for fl in r.flags], "wall_s": round(wall, 2),
-        "judge_gib": peaks["judge"] / GIB if peaks and "judge" in peaks else None,
-        "candidate_gib": peaks["candidate"] / GIB if peaks and "candidate" in peaks else None,
+        "judge_gib": _gib(r.memory.judge_bytes) if r.memory else None,
+        "candidate_gib": _gib(r.memory.candidate_bytes) if r.memory else None,
+        "by_cmdline_gib": {k: v / GIB for k, v in peaks.items()} if peaks else None,
         "device_gib": device_peak / GIB if device_peak is not None else None,
         "plan_judge_gib": plan_judge, "plan_candidate_gib": plan_cand,
         "speedup_eager": next((s.value for s in r.speedups if s.baseline == "eager"), None),
@@ -189,7 +194,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="+", help="KernelBench files or folders holding level*/")
     ap.add_argument("--backend", choices=["cuda", "cpu"], default="cuda")
-    ap.add_argument("--jobs", type=int, default=1, help="evaluations at once (peak memory per process only with 1)")
+    ap.add_argument("--jobs", type=int, default=1, help="evaluations at once (by_cmdline peaks only with 1)")
     ap.add_argument("--rounds", type=int, default=1, help="paired rounds per evaluation")
     ap.add_argument("--loop-seconds", type=float, default=0.3, help="wall budget of each timed loop")
     ap.add_argument("--limit", type=int, default=0, help="only the first N problems (0: all)")

@@ -18,7 +18,8 @@ OUT=${OUT:-/tmp/kagent-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' | tee -a "$OUT/gpu.txt"
 step() { echo "=== $1 ($(date +%T))"; }
-run() { local t=$1 log=$2; shift 2; timeout "$t" "$@" > "$OUT/$log" 2>&1; echo "exit $?" >> "$OUT/$log"; tail -"${TAIL:-25}" "$OUT/$log"; }
+# SIGINT first: pytest then still writes its JUnit file, a benchmark its partial JSON
+run() { local t=$1 log=$2; shift 2; timeout -s INT -k 20 "$t" "$@" > "$OUT/$log" 2>&1; echo "exit $?" >> "$OUT/$log"; tail -"${TAIL:-25}" "$OUT/$log"; }
 preflight() {  # one sandboxed GPU evaluation; fall back (and say so) if the sandbox cannot reach the GPU
   local sol=problems/solutions/cuda/level1/02_swish
   if python3 -m runtime.cli eval problems/level1/02_swish.py $sol --mode test > "$OUT/preflight.log" 2>&1; then
@@ -37,9 +38,9 @@ if [ "$1" = tests ]; then
   step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
 fi
 if [ "$1" = tests-eval ]; then  # the evaluator's GPU tests in two JUnit files (each survives the other's timeout), latency, the memory plan's hard cases
-  step pytest-solutions; TAIL=30 run 300 pytest_gpu_solutions.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-solutions-h200.xml tests/test_gpu_eval.py -k reference_solution
-  step pytest-checks; TAIL=30 run 330 pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-h200.xml tests/test_gpu_eval.py tests/test_gpu_trust.py -k "not reference_solution"
-  step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  step pytest-solutions; TAIL=30 run "${T_SOL:-300}" pytest_gpu_solutions.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-solutions-h200.xml tests/test_gpu_eval.py -k reference_solution
+  step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-h200.xml tests/test_gpu_eval.py tests/test_gpu_trust.py -k "not reference_solution"
+  [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200; }
 fi
 if [ "$1" = kernelbench ]; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
   step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME}

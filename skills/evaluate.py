@@ -43,6 +43,7 @@ from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.build import BuildConfig, BuildResult, build
 from skills.harness import protocol as P
 from skills.marks import Mark
+from skills.nvml import MemorySampler, Nvml
 from skills.paired import PairedConfig, merged, paired_speedup, round_speedup, straddles
 from skills.pids import PidsGroup
 from skills.pids import hierarchy as pids_hierarchy
@@ -53,6 +54,7 @@ from skills.results import (
     BuildSummary,
     EvalResult,
     Flag,
+    MemoryUse,
     Mode,
     Precision,
     SetResult,
@@ -143,6 +145,8 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     clock_marks: bool = True
     """Candidate timed calls mark their start and end on a kernel-stamped socket that the parent
     checks the reported times against (skills/marks.py; EXPLOITS row 4). Off only to measure it."""
+    measure_memory: bool = True
+    """cuda: sample the workers' GPU memory from outside (NVML, skills/nvml.py) into EvalResult.memory."""
     torch_allowed: bool = False
     """Benchmarks of the harness only (`kagent bench --reference-model`, benchmarks/bench_kernelbench.py):
     grade torch compute as a solution, e.g. the problem's own Model as ModelNew. The static checks
@@ -190,6 +194,7 @@ class _State:
         self.quiet: Callable[[], AbstractAsyncContextManager[None]] = contextlib.nullcontext
         """Held around timed loops: the warm pool starts no worker's CUDA meanwhile."""
         self.began = time.perf_counter()
+        self.memory: MemoryUse | None = None
 
     def add_flags(self, flags: list[Flag]) -> None:
         """New flags (one per name), less the torch-op rule's where the config allows torch."""
@@ -233,7 +238,7 @@ def finish(state: _State) -> EvalResult:
         speedups=speedups, reward=None, reward_fn=None, precision=state.precision, gpu=state.gpu,
         torch_version=state.torch_version, stages=state.times, log=state.log, sandbox=state.sandbox,
         environment_fault=state.environment_fault, input_shapes=state.input_shapes,
-        torch_allowed=cfg.torch_allowed,
+        torch_allowed=cfg.torch_allowed, memory=state.memory,
     )
     if state.mode == "final" and state.environment_fault is None and not (state.error and state.stage == "problem"):
         result.reward = get_reward_fn(cfg.reward_fn)(result)
@@ -505,6 +510,9 @@ async def _run_workers(problem: Path, built: BuildResult | None, slot: Slot,
     sizes = cfg.sizes or ("small" if cfg.backend == "cpu" else "default")
     quota = DiskQuota(_quota_paths(cfg, scratch), cfg.sandbox.max_out_bytes)
     group: PidsGroup | None = None
+    sampler = memory_sampler(cfg)
+    if sampler is not None:
+        tree = sampler.watch({"judge": judge.proc.pid, "candidate": cand.proc.pid})
     async with anyio.create_task_group() as tg:
         tg.start_soon(judge.drain_stderr)
         tg.start_soon(cand.drain_stderr)
@@ -528,6 +536,24 @@ async def _run_workers(problem: Path, built: BuildResult | None, slot: Slot,
                 await judge.close()
                 state.log = cand.log_tail()
                 await _after_candidate(group, quota, state)
+                if sampler is not None:
+                    sampler.trees.remove(tree)
+                    state.memory = MemoryUse(judge_bytes=tree.peaks.get("judge"), candidate_bytes=tree.peaks.get("candidate"))
+
+
+_SAMPLERS: dict[str, MemorySampler | None] = {}
+
+
+def memory_sampler(cfg: EvalConfig) -> MemorySampler | None:
+    """The process's NVML sampler of the evaluation's GPU (started once, kept running: one thread
+    serves every evaluation there), or None on the cpu backend and where NVML cannot be read."""
+    if cfg.backend != "cuda" or not cfg.measure_memory:
+        return None
+    key = cfg.gpu or "0"
+    if key not in _SAMPLERS:
+        nvml = Nvml.open(int(key) if key.isdigit() else 0)
+        _SAMPLERS[key] = MemorySampler(nvml).__enter__() if nvml is not None else None
+    return _SAMPLERS[key]
 
 
 def _quota_paths(cfg: EvalConfig, scratch: Scratch) -> list[Path]:

@@ -79,15 +79,26 @@ class MemorySampler:
         self.nvml = nvml
         self.period_s = period_s
         self.by_pid: dict[int, int] = {}
+        self.trees: list[TreePeaks] = []
+        """Process trees whose peaks this sampler also keeps (watch())."""
         self.device = 0
         self.base = 0
         """Device bytes in use when sampling began (other processes' share)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpu-memory-sampler", daemon=True)
 
+    def watch(self, roots: dict[str, int]) -> TreePeaks:
+        """Keep the peaks of these process trees (name -> root pid) from now on."""
+        tree = TreePeaks(roots)
+        self.trees.append(tree)
+        return tree
+
     def _sample(self) -> None:
-        for pid, used in self.nvml.processes().items():
+        samples = self.nvml.processes()
+        for pid, used in samples.items():
             self.by_pid[pid] = max(self.by_pid.get(pid, 0), used)
+        for tree in list(self.trees):
+            tree.add(samples)
         self.device = max(self.device, self.nvml.used())
 
     def _run(self) -> None:
@@ -105,6 +116,43 @@ class MemorySampler:
         self._stop.set()
         self._thread.join()
         self._sample()
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+class TreePeaks:
+    """Peak device memory of named process trees (each worker's process and what it spawned:
+    bwrap's child, the candidate's own processes), from a sampler's per-pid samples."""
+
+    def __init__(self, roots: dict[str, int]) -> None:
+        self.roots = {pid: name for name, pid in roots.items()}
+        self._of: dict[int, str | None] = {}
+        self.peaks: dict[str, int] = {}
+
+    def _owner(self, pid: int) -> str | None:
+        if pid not in self._of:
+            p, hops = pid, 0
+            while p > 1 and p not in self.roots and hops < 32:
+                p, hops = _parent(p), hops + 1
+            self._of[pid] = self.roots.get(p)
+        return self._of[pid]
+
+    def add(self, samples: dict[int, int]) -> None:
+        """One sample (pid -> bytes): each tree's sum, its peak kept."""
+        now: dict[str, int] = {}
+        for pid, used in samples.items():
+            name = self._owner(pid)
+            if name is not None:
+                now[name] = now.get(name, 0) + used
+        for name, used in now.items():
+            self.peaks[name] = max(self.peaks.get(name, 0), used)
 
 
 def role_of(pid: int) -> str:

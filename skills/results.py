@@ -167,6 +167,16 @@ class StageTimes(msgspec.Struct):
     read, compare), for finding where an evaluation's time goes."""
 
 
+class MemoryUse(msgspec.Struct):
+    """Peak device memory of an evaluation's workers, seen from outside them (NVML, sampled by the
+    parent every 10 ms: what each process tree held on the GPU, whatever it reports itself)."""
+
+    judge_bytes: int | None
+    """The judge's process: its sets and references, the baselines' loops."""
+    candidate_bytes: int | None
+    """The candidate's process tree: its context, model, outputs and whatever its forward took."""
+
+
 class EvalResult(msgspec.Struct):
     """The outcome of one evaluation of a workspace: the reward signal and its evidence."""
 
@@ -227,6 +237,8 @@ class EvalResult(msgspec.Struct):
     input_shapes: list[list[int]] = msgspec.field(default_factory=list)
     """Shape of each tensor input at the timed sizes (what the regular sets and the timing loop
     used; the judge's JudgeReady.input_shapes); empty when the judge never got that far."""
+    memory: MemoryUse | None = None
+    """cuda: peak GPU memory of the judge and the candidate (None: not measured, e.g. no NVML)."""
     torch_allowed: bool = False
     """Graded with the torch-op rule off (EvalConfig.torch_allowed: a problem's own Model as the
     solution, for benchmarks of the harness): not a kernel of the agent's."""
