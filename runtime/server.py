@@ -9,6 +9,7 @@
     GET  /v1/episodes/{id}        one episode with turns (token ids), tool calls, evaluations
     GET  /v1/episodes/{id}/transcript   the readable transcript (text/plain)
     GET  /v1/export               finished episodes as JSONL (?trainable=true &all=true)
+    GET  /ui/...                  the read-only viewer (runtime/ui; docs/viewer.md)
 
 Every route needs `Authorization: Bearer <http.api_key>` when a key is set. Errors are OpenAI's
 shape: `{"error": {"message", "type", "code", "param"}}` with a 4xx/5xx status.
@@ -33,7 +34,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from runtime import queries
@@ -46,6 +47,7 @@ from runtime.scheduler import Draining, SchedulerStatus
 from runtime.store import EpisodeStatus, Origin, Store
 from runtime.store_export import iter_records
 from runtime.transcript import render
+from runtime.ui import BrowserAuth, make_ui
 from skills.problem import ProblemError, source_id
 
 MODEL = "kagent"
@@ -494,8 +496,8 @@ def make_app(state: ServerState) -> ASGIApp:
     async def not_allowed(request: Request, exc: Exception) -> Response:
         return _error(405, f"{request.method} is not allowed on {request.url.path}", code="method_not_allowed")
 
-    app = Starlette(routes=_routes(state), exception_handlers={404: not_found, 405: not_allowed})
-    return Guard(app, state)
+    app = Starlette(routes=[*_routes(state), Mount("/ui", app=make_ui(state.store))], exception_handlers={404: not_found, 405: not_allowed})
+    return BrowserAuth(Guard(app, state))
 
 
 # ------------------------------------------------------------------------------- serving

@@ -9,6 +9,14 @@ if ! command -v bwrap >/dev/null 2>&1; then
     echo "setup: install bubblewrap (sudo apt-get install bubblewrap): the evaluator refuses to run candidate code without it" >&2
   fi
 fi
+# chromium: the viewer's browser test (tests/test_viewer.py) opens the pages in it, and skips without it.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || echo "setup: could not install chromium" >&2
+  else
+    echo "setup: install chromium (sudo apt-get install chromium) to run the viewer's browser test" >&2
+  fi
+fi
 [ -d .venv ] || python3 -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
