@@ -313,17 +313,16 @@ class RayExecutor:
             await self._retire(actor, f"did not start: {type(exc).__name__}: {exc}")
 
     async def _probe_idle(self) -> None:
-        lost = lost_errors()
         while True:
             await anyio.sleep(self.ray.probe_s)
             for actor in [a for a in self.actors if a.state == "idle"]:
                 try:
                     with anyio.fail_after(max(30.0, self.ray.probe_s)):
                         await actor.handle.ping.remote()
-                except lost as exc:
-                    await self._retire(actor, f"lost while idle: {first_line(exc)}")
                 except TimeoutError:
                     await self._retire(actor, "did not answer a ping")
+                except Exception as exc:  # lost (RayActorError, node died) or broken: out either way
+                    await self._retire(actor, f"lost while idle: {first_line(exc)}")
 
     async def _retire(self, actor: _Actor, why: str) -> None:
         if actor.state == "dead":
