@@ -496,7 +496,8 @@ def make_app(state: ServerState) -> ASGIApp:
     async def not_allowed(request: Request, exc: Exception) -> Response:
         return _error(405, f"{request.method} is not allowed on {request.url.path}", code="method_not_allowed")
 
-    app = Starlette(routes=[*_routes(state), Mount("/ui", app=make_ui(state.store))], exception_handlers={404: not_found, 405: not_allowed})
+    app = Starlette(routes=[*_routes(state), Mount("/ui", app=make_ui(state.store))],
+                    exception_handlers={404: not_found, 405: not_allowed})
     return BrowserAuth(Guard(app, state))
 
 

@@ -260,9 +260,10 @@ def test_bad_parameters_are_a_400_page_that_says_why(viewer: Viewer, path: str, 
     ("/ui/episodes/999999", "no episode 999999"),
     ("/ui/problems/0123456789abcdef", "no problem '0123456789abcdef'"),
     ("/ui/training?run=runs/nothing", "no train steps for run 'runs/nothing'"),
+    ("/ui/training?run=runs/ppo-demo&stage=value", "no train steps for run 'runs/ppo-demo' and stage 'value'"),
     ("/ui/nothing/here", "no page /ui/nothing/here"),
     ("/ui/static/secrets.txt", "no static file 'secrets.txt'"),
-], ids=["episode", "problem", "run", "page", "static"])
+], ids=["episode", "problem", "run", "run-stage", "page", "static"])
 def test_unknown_things_are_a_404_page(viewer: Viewer, path: str, message: str) -> None:
     r = viewer.get(path)
     assert r.status_code == 404, r.text
@@ -399,6 +400,8 @@ def test_training_page_curves_per_version_and_train_steps(viewer: Viewer) -> Non
     text = text_of(html)
     assert "run runs/rft-demo · stage rft · 1 steps" in text
     assert [s["label"] for s in data["loss"]["series"]] == ["nll"]  # type: ignore[index]
+    assert "run runs/ppo-demo · stage ppo · 4 steps" in text_of(viewer.page("/ui/training?stage=ppo"))
+    assert "run runs/rft-demo · stage rft · 1 steps" in text_of(viewer.page("/ui/training?run=runs/rft-demo"))
     ppo = viewer.page("/ui/training?run=runs/ppo-demo&stage=ppo")
     data = {c["y_label"]: c for c in charts(ppo)}
     assert [s["label"] for s in data["loss"]["series"]] == ["policy_loss", "value_loss"]  # type: ignore[index]
@@ -445,7 +448,8 @@ def test_pages_in_headless_chromium(viewer: Viewer, tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(\"pwned\")&lt;/script&gt;" in dom and XSS not in dom
     out = Path(os.environ.get("KAGENT_VIEWER_SCREENSHOTS") or tmp_path / "shots")
     out.mkdir(parents=True, exist_ok=True)
+    heights = {"episodes": 700, "episode": 2000, "problem": 1500, "training": 2000}
     for name, path in pages.items():
         shot = out / f"{name}.png"
-        chromium(profile, f"--screenshot={shot}", "--window-size=1400,1000", base + path)
+        chromium(profile, f"--screenshot={shot}", f"--window-size=1400,{heights[name]}", base + path)
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000, shot

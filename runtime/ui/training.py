@@ -38,14 +38,13 @@ async def render(store: Store, params: Mapping[str, str]) -> str:
     stats, steps, policies = await store.read(lambda c: (queries.policy_stats(c), select_train_steps(c),
                                                          select_policies(c)))
     runs = run_index(steps)
-    if run is None and stage is None and steps:
-        run, stage = steps[-1].run, steps[-1].stage  # the newest step's run
     chosen = [s for s in steps if (run is None or s.run == run) and (stage is None or s.stage == stage)]
     if (run is not None or stage is not None) and not chosen:
-        raise NotFound(f"no train steps for run {run!r}" + ("" if stage is None else f" in stage {stage!r}"))
-    if chosen and len({(s.run, s.stage) for s in chosen}) > 1:  # a stage without a run: its newest run
-        run = chosen[-1].run
-        chosen = [s for s in chosen if s.run == run]
+        asked = " and ".join(f"{k} {v!r}" for k, v in (("run", run), ("stage", stage)) if v is not None)
+        raise NotFound(f"no train steps for {asked}")
+    if chosen:  # a run without a stage, or a stage without a run: the newest step's run and stage
+        newest = chosen[-1]
+        chosen = [s for s in chosen if s.run == newest.run and s.stage == newest.stage]
     body = [el("h2", "per policy version"), el("div", *version_charts(stats), class_="charts"),
             version_table(stats, policies), el("h2", "trainer runs"), runs_table(runs, chosen)]
     if chosen:
