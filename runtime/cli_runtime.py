@@ -3,7 +3,7 @@
     kagent solve FILE [--out DIR] [--answer FILE] [--url URL] [--api-key KEY] [--quiet]
     kagent episodes list [--status S] [--origin O] [--limit N] [--json]
     kagent episodes show ID [--full] [--tokens] [--json]
-    kagent episodes export --out FILE [--format jsonl|parquet] [--all] [--trainable]
+    kagent episodes export --out FILE [--format jsonl|parquet|trl] [--all] [--trainable] [--min-reward R]
     kagent replay EPISODE [--skip-timing] [--backend cpu|cuda] [--baselines LIST] [--json]
 
 `solve` goes through the running daemon's HTTP API (streaming its progress to stderr); the
@@ -97,12 +97,16 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     e.add_argument("--tokens", action="store_true", help="show token ids and logprobs per turn")
     e.add_argument("--json", action="store_true", help="the whole record (turns with token arrays) as JSON")
     _config_args(e)
-    e = esub.add_parser("export", help="episodes as JSONL or Parquet (one episode per line/row)")
+    e = esub.add_parser("export", help="episodes as JSONL or Parquet (one episode per line/row), or TRL rows")
     e.add_argument("--out", type=Path, required=True, help="output file")
-    e.add_argument("--format", choices=["jsonl", "parquet"], default=None,
-                   help="default: from the --out suffix (.jsonl, .json, .ndjson or .parquet)")
+    e.add_argument("--format", choices=["jsonl", "parquet", "trl"], default=None,
+                   help="default: from the --out suffix (.jsonl, .json, .ndjson or .parquet); trl: pre-tokenized"
+                        " rows of the RFT episodes for trl.SFTTrainer (input_ids, completion_mask, labels), one per"
+                        " document, Parquet when --out ends in .parquet, else JSONL")
     e.add_argument("--all", action="store_true", help="include running episodes (default: finished only)")
     e.add_argument("--trainable", action="store_true", help="only trainable episodes")
+    e.add_argument("--min-reward", type=float, default=0.0,
+                   help="trl: episodes whose reward is above this (as the trainer's --rft-min-reward; default 0)")
     _config_args(e)
 
     p = sub.add_parser("replay", help="re-run a logged episode's tool calls in a fresh sandbox and compare")
@@ -322,6 +326,8 @@ def _export(args: argparse.Namespace, db: Path) -> int:
         raise UsageError(f"cannot write {args.out}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"cannot write {args.out}: the folder {folder} is not writable")
+    if fmt == "trl":
+        return _export_trl(args, db)
     finished = None if args.all else True
     trainable = True if args.trainable else None
 
@@ -334,6 +340,19 @@ def _export(args: argparse.Namespace, db: Path) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     _out(f"exported {n} episodes to {args.out} ({fmt})")
+    return 0
+
+
+def _export_trl(args: argparse.Namespace, db: Path) -> int:
+    if args.all or args.trainable:
+        raise UsageError("--format trl exports the RFT episodes (finished, trainable, graded): drop --all/--trainable")
+    from trainer.sft_trl import export  # torch: only for this format
+
+    try:
+        rows, episodes = _read(db, lambda s: export(s, args.out, min_reward=args.min_reward))
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    _out(f"exported {rows} rows of {episodes} episodes to {args.out} (trl, reward above {args.min_reward:g})")
     return 0
 
 

@@ -196,7 +196,8 @@ def _arrow_schema(pa: Any) -> Any:
     ])
 
 
-def _pyarrow() -> tuple[Any, Any]:
+def load_pyarrow() -> tuple[Any, Any]:
+    """pyarrow and pyarrow.parquet, or a StoreError saying how to get them."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -209,7 +210,7 @@ def _pyarrow() -> tuple[Any, Any]:
 async def export_parquet(store: Store, path: Path, *, finished: bool | None = True,
                          trainable: bool | None = None) -> int:
     """Write a Parquet file, one row per episode (one row group per chunk); returns the rows."""
-    pa, pq = _pyarrow()
+    pa, pq = load_pyarrow()
     schema = _arrow_schema(pa)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     n = 0

@@ -37,6 +37,8 @@ class TrainConfig(msgspec.Struct, kw_only=True, frozen=True):
     """Base policy: a transformers checkpoint folder, or a model config JSON (random init; tests)."""
     stage: Stage = "ppo"
     """rft: SFT on good episodes; value: critic pretraining (actor frozen); ppo: actor + critic."""
+    rft_trainer: Literal["kagent", "trl"] = "kagent"
+    """rft: the update's code: kagent (packed rows, per-document attention) or trl (trl.SFTTrainer on the same token ids as a pre-tokenized dataset; one process)."""
     out: str = "checkpoints"
     """Checkpoint folder of this run: step_N/ (+ STABLE) for rft/ppo, critic_N/ for value."""
     run: str | None = None
@@ -204,6 +206,8 @@ def validate(cfg: TrainConfig) -> str | None:
     if cfg.model not in MODEL_PRESETS and not Path(cfg.model).exists() and not re.fullmatch(r"[\w.-]+/[\w.-]+", cfg.model):
         return (f"--model {cfg.model}: no such file or folder (a preset: {', '.join(MODEL_PRESETS)}; a transformers checkpoint folder, a"
                 " config JSON, or a Hugging Face model id)")
+    if cfg.rft_trainer == "trl" and cfg.stage != "rft":
+        return f"--rft-trainer trl trains the rft stage only (got --stage {cfg.stage})"
     if cfg.adapter is not None and not (cfg.lora and (Path(cfg.adapter) / "adapter_config.json").is_file()):
         return f"--adapter {cfg.adapter}: needs --lora and a folder holding adapter_config.json"
     if cfg.critic is not None and not Path(cfg.critic).is_dir():

@@ -7,7 +7,8 @@
          output, the reward on the last sampled token), packed into rows of --max-len tokens;
       3. one step of the stage:
            rft    SFT on episodes with reward > --rft-min-reward, loops and malformed tool calls
-                  dropped; loss on sampled tokens only
+                  dropped; loss on sampled tokens only (--rft-trainer trl: through trl.SFTTrainer
+                  on the same ids as a pre-tokenized dataset, trainer/sft_trl.py)
            value  the critic regresses GAE(gamma, lambda) targets; the actor is not loaded
            ppo    per micro-batch: critic forward -> GAE (skipping tool tokens) -> clipped value
                   loss; reference forward (if --kl-coef > 0); actor forward -> clipped policy
@@ -110,6 +111,7 @@ class Trainer:
         self.cfg, self.acc, self.models, self.state, self.vocab = cfg, acc, models, state, vocab
         self.out = Path(cfg.out)
         self.last_wait = ""
+        self._tokenizer: Any = None
 
     @classmethod
     def create(cls, cfg: TrainConfig) -> Trainer:
@@ -118,6 +120,9 @@ class Trainer:
         if not Path(cfg.db).is_file():  # before loading any model: fail in a second, not a minute
             raise TrainerError(f"--db {cfg.db}: no such file (the daemon's store; kagentd creates it)")
         acc = Accelerator(cpu=not torch.cuda.is_available())
+        if cfg.rft_trainer == "trl" and acc.num_processes > 1:
+            raise TrainerError(f"--rft-trainer trl runs on one process (accelerate started {acc.num_processes});"
+                               " use --rft-trainer kagent for data parallelism")
         torch.manual_seed(cfg.seed)
         out = Path(cfg.out)
         other = ckpt.other_stage(out, cfg.stage)
@@ -169,9 +174,25 @@ class Trainer:
     # -- training
 
     def step(self, episodes: list[EpisodeTokens]) -> dict[str, float]:
+        if self.cfg.rft_trainer == "trl":
+            return self._trl_step(episodes)
         rows = pack(episodes, self.cfg.max_len)
         with oom_guard(self.cfg), _progress(self.cfg, self.acc, self.state.step + 1) as tick:
             metrics = train_step(self.models, rows, self.cfg, step=self.state.step, tick=tick)
+        metrics["rows"] = float(len(rows))
+        self.state.step += 1
+        return metrics
+
+    def _trl_step(self, episodes: list[EpisodeTokens]) -> dict[str, float]:
+        """The rft step through trl.SFTTrainer (trainer/sft_trl.py), on the actor's model and optimizer."""
+        from trainer import sft_trl
+
+        rows = sft_trl.episode_rows(episodes)
+        if self._tokenizer is None:
+            self._tokenizer = sft_trl.tokenizer_for(self.cfg.model)
+        with oom_guard(self.cfg):
+            metrics = sft_trl.train_rows(self.acc.unwrap_model(self.models.actor).lm, self.models.actor_opt, rows,
+                                         self.cfg, tokenizer=self._tokenizer, step=self.state.step)
         metrics["rows"] = float(len(rows))
         self.state.step += 1
         return metrics
@@ -242,7 +263,7 @@ def _build(cfg: TrainConfig, acc: Any, resume: Path | None) -> tuple[Models, int
         for name, opt in (("actor", actor_opt), ("critic", critic_opt)):
             if opt is not None and name in states:
                 opt.load_state_dict(states[name])
-    if actor is not None:
+    if actor is not None and cfg.rft_trainer != "trl":  # trl: SFTTrainer prepares them itself
         actor, actor_opt = prepare(acc, actor, actor_opt)
     if critic is not None:
         critic, critic_opt = prepare(acc, critic, critic_opt)
@@ -459,14 +480,16 @@ async def train(cfg: TrainConfig) -> int:
 
 
 TRAIN_EXTRA = ("transformers", "accelerate", "safetensors", "peft")
-"""What `pip install 'kagent[train]'` adds and the trainer imports (tensorboard: with --tensorboard)."""
+"""What `pip install 'kagent[train]'` adds and the trainer imports (tensorboard: with --tensorboard;
+trl and datasets: with --rft-trainer trl)."""
 
 
 def missing_extra(cfg: TrainConfig) -> list[str]:
     """The trainer's packages that are not installed."""
     import importlib.util
 
-    wanted = [*TRAIN_EXTRA, *(["tensorboard"] if cfg.tensorboard else [])]
+    wanted = [*TRAIN_EXTRA, *(["tensorboard"] if cfg.tensorboard else []),
+              *(["trl", "datasets"] if cfg.rft_trainer == "trl" else [])]
     return [name for name in wanted if importlib.util.find_spec(name) is None]
 
 
