@@ -60,9 +60,10 @@ def cap_memory(device: torch.device, judge_reserve: int) -> None:
     """The candidate's torch allocations may grow to what it holds now plus what is free on the
     GPU once the judge holds its sets and references, less what the judge may still need: a
     candidate that runs out there fails on its own (its OOM, its fault), never the judge."""
-    free, total = torch.cuda.mem_get_info(device)
-    cap = torch.cuda.memory_reserved(device) + free - judge_reserve - CAP_HEADROOM
-    torch.cuda.set_per_process_memory_fraction(min(max(cap / total, 0.02), 0.95), device)
+    index = device.index if device.index is not None else torch.cuda.current_device()  # "cuda" has none
+    free, total = torch.cuda.mem_get_info(index)
+    cap = torch.cuda.memory_reserved(index) + free - judge_reserve - CAP_HEADROOM
+    torch.cuda.set_per_process_memory_fraction(min(max(cap / total, 0.02), 0.95), index)
 
 
 class Candidate:
