@@ -320,7 +320,7 @@ def _export(args: argparse.Namespace, db: Path) -> int:
     fmt = args.format or EXPORT_SUFFIXES.get(args.out.suffix.lower())
     if fmt is None:
         raise UsageError(f"cannot tell the format of {args.out} from its suffix {args.out.suffix!r}: name it"
-                         f" {', '.join(EXPORT_SUFFIXES)} or pass --format jsonl|parquet")
+                         f" {', '.join(EXPORT_SUFFIXES)} or pass --format jsonl|parquet|trl")
     folder = args.out.resolve().parent
     if not folder.is_dir():
         raise UsageError(f"cannot write {args.out}: the folder {folder} does not exist")

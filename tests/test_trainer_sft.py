@@ -74,10 +74,11 @@ def make_store(tmp_path: Path) -> Path:
     return db
 
 
-def sft_args(out: Path, *, epochs: int = 1, lr: float = 1e-3) -> Any:
+def sft_args(out: Path, *, epochs: int = 1, lr: float = 1e-3, dataset_kwargs: dict[str, Any] | None = None) -> Any:
     from trl import SFTConfig
 
     return SFTConfig(output_dir=str(out), per_device_train_batch_size=1, num_train_epochs=epochs, learning_rate=lr,
+                     dataset_kwargs=dataset_kwargs,
                      lr_scheduler_type="constant", max_length=128, bf16=False, use_cpu=True,
                      **checkpointing(False), save_strategy="no", logging_strategy="no", report_to="none",
                      disable_tqdm=True, dataloader_num_workers=0, dataloader_pin_memory=False, seed=0)
@@ -117,6 +118,9 @@ def test_trl_export_loads_in_datasets_and_sfttrainer_overfits_it(
     trainer = sft_trainer(tiny_model(), data, tmp_path / "trl", epochs=30)
     rows = [{"input_ids": r["input_ids"], "labels": r["labels"]} for r in data]
     before = eval_loss(trainer, rows)
+    # the rows as they are, TRL's preparation skipped: the same labels, the same loss
+    skipping = sft_trainer(tiny_model(), data, tmp_path / "skip", dataset_kwargs={"skip_prepare_dataset": True})
+    assert eval_loss(skipping, rows) == pytest.approx(before, rel=1e-6)
     trainer.train()
     after = eval_loss(trainer, rows)
     assert after < 0.5 * before, (before, after)
