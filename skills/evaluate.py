@@ -92,6 +92,10 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """Problem sizes; None picks small on cpu and default on cuda."""
     n_sets: int = 3
     """Input sets for correctness (each from the secret seed)."""
+    held_sets: int | None = None
+    """Regular sets the judge holds with their references for the whole evaluation (warm-up,
+    probes and baselines rotate over them); the others are drawn again, referenced, checked and
+    freed when their turn comes. None: all n_sets where the memory plan fits them, else 1."""
     shape_check: bool = True
     """One more correctness set at other sizes (the problem's SMALL_SIZES on the GPU, its
     CHECK_SIZES at small sizes): a kernel that hard-codes the timed shape fails it (EXPLOITS row 14)."""
@@ -599,7 +603,7 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
                                               cfg.build or BuildConfig(backend=cfg.backend))
     t_scan = time.perf_counter() - t
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device, seed=seed,
-                                  n_sets=cfg.n_sets, exchange_dir=str(scratch.root / "exchange"),
+                                  n_sets=cfg.n_sets, held_sets=cfg.held_sets, exchange_dir=str(scratch.root / "exchange"),
                                   shape_check=cfg.shape_check, evidence=evidence))
     await cand.send(P.CandStart(
         nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,
@@ -804,7 +808,7 @@ async def _judge_baselines(judge: Worker, problem: Path, scratch: Scratch, state
     sizes = cfg.sizes or ("small" if cfg.backend == "cpu" else "default")
     await judge.send(P.Preinit())
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device,
-                                  seed=secrets.randbits(62), n_sets=cfg.n_sets,
+                                  seed=secrets.randbits(62), n_sets=cfg.n_sets, held_sets=cfg.held_sets,
                                   exchange_dir=str(scratch.root / "exchange"), shape_check=False))
     ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")
     state.problem, state.problem_id, state.precision = ready.name, ready.problem_id, ready.precision

@@ -181,6 +181,41 @@ def test_fair_relu_final(new_workspace: MakeWs, build_cache_dir: Path) -> None:
     assert '"eager"' in (ws.parent / "baselines.json").read_text()
 
 
+COUNTED_RELU_PY = """\
+import torch
+from kagent_ext import ops
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        y = torch.empty_like(x)
+        ops.relu(x, y, x.numel())
+        if self.calls > {right}:
+            y.fill_(0.5)  # right for its first calls only
+        return y
+"""
+
+
+def test_streamed_sets_are_checked_like_held_ones(new_workspace: MakeWs, build_cache_dir: Path) -> None:
+    """With one set held (what the memory plan chooses when all do not fit), the other regular
+    sets are drawn again, referenced and checked when their turn comes: a fair kernel passes every
+    set, and a kernel right for its first two calls only (the shape set, set 0) fails set 1."""
+    ws = new_workspace(COUNTED_RELU_PY.format(right=10**9), {"relu.cpp": RELU_CPP})
+    fair = run_eval(RELU, ws, build_cache_dir, held_sets=1)
+    assert fair.error is None and fair.correct, fair.error
+    assert len(fair.sets) == 4 and all(s.ok for s in fair.sets)
+    assert "judge streamed sets" in fair.stages.parts, fair.stages.parts
+    ws = new_workspace(COUNTED_RELU_PY.format(right=2), {"relu.cpp": RELU_CPP})
+    r = run_eval(RELU, ws, build_cache_dir, held_sets=1)
+    assert not r.correct
+    assert [s.ok for s in r.sets] == [True, False, False, True], [s.ok for s in r.sets]
+
+
 def test_judges_loop_keeps_to_its_wall_budget(new_workspace: MakeWs, build_cache_dir: Path) -> None:
     """TimingConfig.loop_seconds caps the judge's loop of the candidate's calls by what a call costs
     the judge (its draw, hand-over and hops), not only by the time inside calls: with a target

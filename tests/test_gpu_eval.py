@@ -38,6 +38,15 @@ def _problem_of(ws: Path) -> Path:
     return ROOT / "problems" / ws.parent.name / f"{ws.name}.py"
 
 
+SLOWER_THAN_EAGER = {
+    # Library solutions (cuBLAS/cuDNN calls plus our own epilogue kernels): correct and unflagged on
+    # the H200 (2026-12-02), but not faster than eager's fused library calls there (speedup vs
+    # eager, 3 paired rounds): what they prove is that library kernels are graded as the agent's.
+    "level2/06_linear_bias_relu": 1.00, "level2/07_conv_batchnorm_relu": 0.74, "level2/09_softmax_matmul": 0.62,
+    "level2/14_bmm_scale_softmax": 0.86, "level2/15_conv_gelu_global_avgpool": 0.76,
+}
+
+
 @pytest.mark.parametrize("ws", SOLUTIONS, ids=[f"{p.parent.name}/{p.name}" for p in SOLUTIONS])
 def test_reference_solution_passes_and_beats_eager(ws: Path, tmp_path: Path) -> None:
     r = _eval(_problem_of(ws), ws, tmp_path)
@@ -50,6 +59,9 @@ def test_reference_solution_passes_and_beats_eager(ws: Path, tmp_path: Path) -> 
     assert c.caller_us.median > 0.97 * c.per_call_us.median, (c.caller_us, c.per_call_us)
     assert c.kernel_us < 1.05 * c.per_call_us.median, (c.kernel_us, c.per_call_us)
     eager = next(sp for sp in r.speedups if sp.baseline == "eager")
+    if f"{ws.parent.name}/{ws.name}" in SLOWER_THAN_EAGER:
+        assert r.reward == 1.0, (r.reward, r.speedups)  # correct, not faster: no more, no less
+        return
     # "Beats eager" on the conservative end of the interval; reward 2 needs a 5% margin, which
     # level3/03_mlp_block (64 rows: launch-bound) does not reach; the benchmark table shows each.
     assert eager.low > 1.0 and r.reward is not None and r.reward >= 1.0, r.speedups

@@ -55,6 +55,7 @@ which the judge reports as a refused problem).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -126,56 +127,92 @@ class Reference:
 
     def __init__(self, r: torch.Tensor, r64: torch.Tensor, budget: Budget = STRICT) -> None:
         self.r = r.contiguous()
-        self._r64: torch.Tensor | None = None
-        self._d: torch.Tensor | None = None
-        self._keep_r64(r64.contiguous())
+        r64 = r64.contiguous()
         self.mode = budget
         self.shape = r64.shape
         n = max(r64.numel(), 1)
-        e_sum = 0.0
-        e_norms: list[float] = []
-        r_norms: list[float] = []
-        self.e_ref_mean = 0.0
-        for lo, hi in _spans(r64.numel()):
-            r64c = self.r64_of(lo, hi)
-            e = self._e_ref(lo, hi, raise_undefined=True)
-            e_sum += float(e.sum())
-            e_norms.append(float(torch.linalg.vector_norm(e)))
-            r_norms.append(float(torch.linalg.vector_norm(torch.where(torch.isfinite(r64c), r64c, 0.0))))
-        self.scale = math.hypot(*r_norms) / math.sqrt(n)
-        self.e_ref_mean = e_sum / n
-        self.e_ref_norm = math.hypot(*e_norms)
+        self._r64: torch.Tensor | None = None
+        self._d: torch.Tensor | None = None
+        self.finite = self._measure(r64)
+        """r and r64 hold finite values only (the comparisons then skip NaN/inf handling)."""
+        if not self.finite:
+            self._r64 = r64
+            self._d = None
+            self._measure_slowly()
         self.rel, norm_rel = _widening(budget)
         # the floor of the norm budget (the rest is K_NORM * ||e_ref||)
         self.norm_floor = ((RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE) + norm_rel) * self.scale * math.sqrt(n)
         self.norm_budget = K_NORM * self.e_ref_norm + self.norm_floor
-        finite_budget = all(bool(torch.isfinite(self.budget_of(lo, hi)).all()) for lo, hi in _spans(r64.numel()))
-        if not (math.isfinite(self.norm_budget) and finite_budget):
+        # e_ref's sum is finite iff every e_ref is (no term is negative), hence every budget
+        if not (math.isfinite(self.norm_budget) and math.isfinite(self.e_ref_mean) and math.isfinite(self.rel)):
             raise BudgetUndefined(f"the error budget is not finite (scale {self.scale:.3g}): the reference"
                                   " holds values too large to grade")
 
-    def _keep_r64(self, r64: torch.Tensor) -> None:
-        """Keep r64 as d = r64 - r in fp32 where every value of both is finite and d fits; else whole."""
-        if self.r.dtype == torch.float64 or not self.r.numel():
-            self._r64 = r64
-            return
-        d = torch.empty(r64.shape, dtype=torch.float32, device=r64.device).reshape(-1)
+    def _measure(self, r64: torch.Tensor) -> bool:
+        """One pass: d (when r is not fp64), and e_ref's sum and norm and r64's norm; True when
+        r, r64 and d are all finite (else the caller measures again the careful way)."""
         flat_r, flat_r64 = self.r.reshape(-1), r64.reshape(-1)
-        for lo, hi in _spans(r64.numel()):
-            part = flat_r64[lo:hi]
-            diff = part - flat_r[lo:hi].double()
-            d[lo:hi] = diff
-            if not bool(torch.isfinite(part).all() and torch.isfinite(d[lo:hi]).all()):
-                self._r64 = r64
-                return
-        self._d = d
+        n = flat_r64.numel()
+        d = torch.empty(n, dtype=torch.float32, device=r64.device) if self.r.dtype != torch.float64 and n else None
+        stats = []
+        for lo, hi in _spans(n):
+            r64c = flat_r64[lo:hi]
+            diff = r64c - flat_r[lo:hi].double()
+            if d is not None:
+                d[lo:hi] = diff
+            e = diff.abs()
+            finite = torch.isfinite(r64c).all() & torch.isfinite(e).all()
+            if d is not None:
+                finite &= torch.isfinite(d[lo:hi]).all()
+            stats.append(torch.stack([e.sum(), torch.linalg.vector_norm(e), torch.linalg.vector_norm(r64c),
+                                      finite.double()]))
+        rows = torch.stack(stats).tolist() if n else [[0.0, 0.0, 0.0, 1.0]]
+        self._d, self._r64 = (d, None) if d is not None else (None, r64)
+        self.e_ref_mean = sum(row[0] for row in rows) / max(n, 1)
+        self.e_ref_norm = math.hypot(*(row[1] for row in rows))
+        self.scale = math.hypot(*(row[2] for row in rows)) / math.sqrt(max(n, 1))
+        return all(row[3] == 1.0 for row in rows)
+
+    def _measure_slowly(self) -> None:
+        """The same statistics where values are not finite: e_ref 0 where r64 is not finite, one
+        rounding of r64 where r overflowed (raises BudgetUndefined where no answer can fit)."""
+        e_sum = 0.0
+        e_norms: list[float] = []
+        r_norms: list[float] = []
+        for lo, hi in _spans(self.r.numel()):
+            r64c = self.r64_of(lo, hi)
+            e = self._e_ref(lo, hi, r64c, raise_undefined=True)
+            e_sum += float(e.sum())
+            e_norms.append(float(torch.linalg.vector_norm(e)))
+            r_norms.append(float(torch.linalg.vector_norm(torch.where(torch.isfinite(r64c), r64c, 0.0))))
+        n = max(self.r.numel(), 1)
+        self.e_ref_mean = e_sum / n
+        self.e_ref_norm = math.hypot(*e_norms)
+        self.scale = math.hypot(*r_norms) / math.sqrt(n)
 
     def r64_of(self, lo: int, hi: int) -> torch.Tensor:
         """r64 over flat elements [lo, hi), in fp64."""
         if self._r64 is not None:
             return self._r64.reshape(-1)[lo:hi]
         assert self._d is not None
-        return self.r.reshape(-1)[lo:hi].double() + self._d[lo:hi].double()
+        return self.r.reshape(-1)[lo:hi].double().add_(self._d[lo:hi])
+
+    def r64_at(self, idx: torch.Tensor) -> torch.Tensor:
+        """r64 at these flat indices, in fp64."""
+        if self._r64 is not None:
+            return self._r64.reshape(-1)[idx]
+        assert self._d is not None
+        return self.r.reshape(-1)[idx].double().add_(self._d[idx])
+
+    def with_budget(self, budget: Budget) -> Reference:
+        """The same reference under another budget (e_ref's statistics do not depend on it)."""
+        other = copy.copy(self)
+        other.mode = budget
+        other.rel, norm_rel = _widening(budget)
+        n = max(self.r.numel(), 1)
+        other.norm_floor = ((RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE) + norm_rel) * self.scale * math.sqrt(n)
+        other.norm_budget = K_NORM * self.e_ref_norm + other.norm_floor
+        return other
 
     @property
     def r64(self) -> torch.Tensor:
@@ -184,25 +221,29 @@ class Reference:
             return self._r64
         return torch.cat([self.r64_of(lo, hi) for lo, hi in _spans(self.r.numel())]).reshape(self.shape)
 
-    def _e_ref(self, lo: int, hi: int, raise_undefined: bool = False) -> torch.Tensor:
-        """|r - r64| over flat elements [lo, hi) where r64 is finite (overflow-safe), else 0."""
-        r, r64 = self.r.reshape(-1)[lo:hi], self.r64_of(lo, hi)
+    def _e_ref(self, lo: int, hi: int, r64: torch.Tensor, raise_undefined: bool = False) -> torch.Tensor:
+        """|r - r64| over flat elements [lo, hi) (r64: their r64_of) where r64 is finite
+        (overflow-safe), else 0."""
+        r = self.r.reshape(-1)[lo:hi]
+        if self.finite:
+            return self._d[lo:hi].double().abs_() if self._d is not None else (r - r64).abs()
         finite = torch.isfinite(r64)
         e_ref = torch.where(finite, (r.double() - r64).abs(), torch.zeros_like(r64))
         if r.is_floating_point():
             e_ref = _overflow_safe(r, r64, finite, e_ref, raise_undefined)
         return e_ref
 
-    def budget_of(self, lo: int, hi: int) -> torch.Tensor:
-        """The per-element budget over flat elements [lo, hi)."""
-        mag = self.r64_of(lo, hi).abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
-        return (K_ELEM * torch.clamp(self._e_ref(lo, hi), min=self.e_ref_mean)
-                + RTOL * mag + ATOL_FRAC * self.scale + self.rel * (mag + self.scale))
+    def budget_of(self, lo: int, hi: int, r64: torch.Tensor | None = None) -> torch.Tensor:
+        """The per-element budget over flat elements [lo, hi) (r64: their r64_of, if at hand)."""
+        r64 = self.r64_of(lo, hi) if r64 is None else r64
+        mag = r64.abs() if self.finite else r64.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0)
+        out = self._e_ref(lo, hi, r64).clamp_(min=self.e_ref_mean).mul_(K_ELEM)
+        return out.add_(mag, alpha=RTOL + self.rel).add_((ATOL_FRAC + self.rel) * self.scale)
 
     @property
     def e_ref(self) -> torch.Tensor:
         """The reference's own error, whole (for reports and calibration; compare works per chunk)."""
-        return torch.cat([self._e_ref(lo, hi) for lo, hi in _spans(self.r.numel())]).reshape(self.shape)
+        return torch.cat([self._e_ref(lo, hi, self.r64_of(lo, hi)) for lo, hi in _spans(self.r.numel())]).reshape(self.shape)
 
     @property
     def budget(self) -> torch.Tensor:
@@ -271,24 +312,32 @@ def compare_output(index: int, cand: object, ref: Reference, kind: str | None = 
     floor = max(ref.scale, 1e-30)
     for lo, hi in _spans(n):
         c, r64 = c_all[lo:hi].double(), ref.r64_of(lo, hi)
-        budget = ref.budget_of(lo, hi)
-        ref_nan = torch.isnan(r64)
-        nan_mismatch = torch.isnan(c) != ref_nan
-        same_inf = torch.isinf(r64) & (c == r64)
-        err = torch.where(ref_nan | same_inf, torch.zeros_like(c), (c - r64).abs()).nan_to_num(math.inf)
-        over = (err > budget) | nan_mismatch
-        b = int(over.sum())
+        budget = ref.budget_of(lo, hi, r64)
+        if ref.finite:  # a NaN or inf from the candidate reads as an infinite error
+            err = (c - r64).abs_().nan_to_num_(math.inf)
+            over = err > budget
+            far_mask = err > TAIL_FACTOR * budget
+        else:
+            ref_nan = torch.isnan(r64)
+            nan_mismatch = torch.isnan(c) != ref_nan
+            same_inf = torch.isinf(r64) & (c == r64)
+            err = torch.where(ref_nan | same_inf, torch.zeros_like(c), (c - r64).abs()).nan_to_num(math.inf)
+            over = (err > budget) | nan_mismatch
+            far_mask = (err > TAIL_FACTOR * budget) | nan_mismatch
+        if not err.numel():
+            continue
+        rel = err / torch.clamp(r64.abs().nan_to_num(0.0), min=floor)
+        b, f, norm, top, top_rel = torch.stack([over.sum().double(), far_mask.sum().double(), torch.linalg.vector_norm(err),
+                                                err.max(), rel.max()]).tolist()
+        err_norms.append(norm)
+        max_abs, max_rel = max(max_abs, top), max(max_rel, top_rel)
         if b:
-            bad += b
-            far += int(((err > TAIL_FACTOR * budget) | nan_mismatch).sum())
+            bad += int(b)
+            far += int(f)
             excess = torch.where(over, err - budget, -math.inf).nan_to_num(math.inf, neginf=-math.inf)
             j = int(torch.argmax(excess))
             if float(excess[j]) > worst[0] or worst[0] == -math.inf:
                 worst = (float(excess[j]), lo + j)
-        if err.numel():
-            err_norms.append(float(torch.linalg.vector_norm(err)))
-            max_abs = max(max_abs, float(err.max()))
-            max_rel = max(max_rel, float((err / torch.clamp(r64.abs().nan_to_num(0.0), min=floor)).max()))
     err_norm = math.hypot(*err_norms)
     ratio = err_norm / ref.e_ref_norm if ref.e_ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
     norm_ok = err_norm <= ref.norm_budget

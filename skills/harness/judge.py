@@ -78,6 +78,19 @@ def set_seed(seed: int, index: int) -> None:
     torch.manual_seed(P.derive_seed(seed, index))
 
 
+SAMPLE = 1 << 20
+"""Elements of each output the degeneracy test reads (all of them below this)."""
+SAMPLE_SEED = -1000
+"""derive_seed index of output i's sample positions: SAMPLE_SEED + i."""
+
+
+def _sample(ref: Reference, idx: torch.Tensor | None) -> Reference:
+    """The reference at the elements `idx` (None: ref itself)."""
+    if idx is None:
+        return ref
+    return Reference(ref.r.reshape(-1)[idx], ref.r64_at(idx), ref.mode)
+
+
 def _peak(ref: Reference) -> float:
     """max |r64| (NaN as 0, inf as the largest double), a CHUNK at a time (no whole copy)."""
     peak = 0.0
@@ -96,7 +109,13 @@ class Judge:
         # Before anything is allocated: a problem too big for this machine is refused in seconds.
         # held at once: the regular sets and the shape set (the plan adds a timed call's own set,
         # the arena and a baseline's buffers)
-        why = too_big(self.loaded, start.n_sets + int(start.shape_check), self.device)
+        self.hold = max(1, min(start.held_sets or start.n_sets, start.n_sets))
+        """Regular sets held with their references (the rest are drawn again when checked)."""
+        why = too_big(self.loaded, self.hold + int(start.shape_check), self.device)
+        if why is not None and self.hold > 1:
+            # Stream instead: set 0 held, each other set drawn, referenced, checked and freed.
+            self.hold = 1
+            why = too_big(self.loaded, 1 + int(start.shape_check), self.device)
         if why is not None:
             raise ProblemRefused(why)
         self.precision = self.loaded.problem.precision
@@ -109,6 +128,10 @@ class Judge:
             self.budget = self._budget(start)
         self.exchange = Path(start.exchange_dir)
         self.refs: list[list[Reference]] = []
+        self.samples: list[list[Reference]] = []
+        """Per regular set, each output's reference at up to SAMPLE elements (the same ones in every
+        set): the degeneracy test reads these, so no set's whole references need be held for it."""
+        self._sample_idx: dict[int, torch.Tensor | None] = {}
         self.compiled: Any = None
         self.sets: list[list[Any]] = []
         self.shape_inputs: list[Any] = []
@@ -157,8 +180,13 @@ class Judge:
             with parts("draw"):
                 dev_inputs = self._draw(k)
             with parts("references"):
-                self.refs.append(self._references(self.model, self.model64, dev_inputs))
-            self.sets.append(dev_inputs)
+                refs = self._references(self.model, self.model64, dev_inputs)
+            with parts("degeneracy"):
+                self.samples.append([_sample(ref, self._sample_at(i, ref)) for i, ref in enumerate(refs)])
+            if k < self.hold:
+                self.sets.append(dev_inputs)
+                self.refs.append(refs)
+            del refs, dev_inputs
         with parts("degeneracy"):
             self._refuse_degenerate()
         if self.start.shape_check:
@@ -211,10 +239,20 @@ class Judge:
         tensors += [t for t in self.state.values() if isinstance(t, torch.Tensor)]
         return sum(t.numel() * t.element_size() for t in tensors)
 
+    def _sample_at(self, i: int, ref: Reference) -> torch.Tensor | None:
+        """Output i's sampled flat indices (None: all of its elements), drawn once from the seed."""
+        if i not in self._sample_idx:
+            n = ref.r.numel()
+            g = torch.Generator(device=self.device).manual_seed(P.derive_seed(self.start.seed, SAMPLE_SEED + i))
+            self._sample_idx[i] = (None if n <= SAMPLE else
+                                   torch.randint(0, n, (SAMPLE,), generator=g, device=self.device))
+        return self._sample_idx[i]
+
     def _refuse_degenerate(self) -> None:
-        """Rows 12-13 of EXPLOITS.md: a problem whose output ignores its inputs or is ~0 is refused."""
-        for i in range(len(self.refs[0])):
-            peak = max(_peak(refs[i]) for refs in self.refs)
+        """Rows 12-13 of EXPLOITS.md: a problem whose output ignores its inputs or is ~0 is refused
+        (decided on each output's sampled elements: all of them up to SAMPLE)."""
+        for i in range(len(self.samples[0])):
+            peak = max(_peak(refs[i]) for refs in self.samples)
             if peak < 1e-6:
                 raise ProblemRefused(f"output {i} is tiny (max |value| {peak:.3g}): any answer near 0 would pass")
             # Near-constant, not only bit-equal: if set 0's answer or the sets' mean (a cheat's
@@ -227,7 +265,8 @@ class Judge:
                 # sets apart (a 128M-term mean varies by ~1e-4): such an output can only be graded
                 # on torch's own rounding, so the whole evaluation falls back to the strict budget.
                 self.budget = STRICT
-                self.refs = [[Reference(r.r, r.r64, STRICT) for r in refs] for refs in self.refs]
+                self.refs = [[r.with_budget(STRICT) for r in refs] for refs in self.refs]
+                self.samples = [[r.with_budget(STRICT) for r in refs] for refs in self.samples]
                 constant = self._constant_passes(i) or self._mean_passes(i)
             if constant:
                 raise ProblemRefused(f"output {i} is (nearly) the same for different inputs: it does not depend"
@@ -235,19 +274,15 @@ class Judge:
 
     def _constant_passes(self, i: int) -> bool:
         """Set 0's output i, returned for every other set, passes their comparisons."""
-        return all(compare_output(i, self.refs[0][i].r, self.refs[k][i]).ok for k in range(1, self.start.n_sets))
+        return all(compare_output(i, self.samples[0][i].r, self.samples[k][i]).ok for k in range(1, self.start.n_sets))
 
     def _mean_passes(self, i: int) -> bool:
         """The sets' mean output i (a cheat's estimate of the expectation, closer than any one set's
         answer), returned for every set, passes them all."""
-        if not self.refs[0][i].r.is_floating_point():
+        if not self.samples[0][i].r.is_floating_point():
             return False
-        total = self.refs[0][i].r.double()
-        for refs in self.refs[1:]:
-            total += refs[i].r  # one fp64 sum held, not a stack of every set's outputs
-        mean = (total / len(self.refs)).to(self.refs[0][i].r.dtype)
-        del total
-        return all(compare_output(i, mean, refs[i]).ok for refs in self.refs)
+        mean = torch.stack([refs[i].r.double() for refs in self.samples]).mean(0).to(self.samples[0][i].r.dtype)
+        return all(compare_output(i, mean, refs[i]).ok for refs in self.samples)
 
     def _draw(self, k: int) -> list[Any]:
         """Input set k on the judge's device."""
@@ -264,7 +299,7 @@ class Judge:
         drv.within(req.limit_s)
         flags: list[Flag] = []
         results: dict[int, SetResult] = {}
-        n = len(self.sets)
+        n = self.start.n_sets
         if self.shape_refs:
             with self.parts("hand-over"):
                 drv.offer(1, self.shape_inputs, [r.r for r in self.shape_refs], model=int(self.shape_own_model))
@@ -272,8 +307,15 @@ class Judge:
             results[n].sizes = self.shape_sizes
         with self.parts("hand-over"):
             drv.offer(0, self.sets[0], [r.r for r in self.refs[0]])
-        for k in range(n):
-            results[k] = self._check_one(drv, 0, self.sets[k], self.refs[k], k, flags)
+        for k in range(self.start.n_sets):
+            if k < len(self.sets):
+                results[k] = self._check_one(drv, 0, self.sets[k], self.refs[k], k, flags)
+                continue
+            with self.parts("streamed sets"):  # drawn again (same seed), referenced, checked, freed
+                inputs = self._draw(k)
+                refs = self._references(self.model, self.model64, inputs)
+            results[k] = self._check_one(drv, 0, inputs, refs, k, flags)
+            del inputs, refs
         return P.CheckReport(nonce=self.start.nonce, sets=[results[k] for k in sorted(results)], flags=dedupe_flags(flags),
                              seconds=self.parts.seconds)
 
@@ -436,7 +478,13 @@ def wait_preinit(chan: P.Channel) -> None:
 
 
 def preinit() -> None:
-    """Bring CUDA up while waiting for the job (a warm pool starts workers ahead of time)."""
+    """Bring CUDA up while waiting for the job (a warm pool starts workers ahead of time), and
+    torch's meta-tensor path that loading a problem, its memory plan and its reduction length run
+    on (its first use cost 0.5 s of every evaluation's start on the H200)."""
+    with torch.device("meta"), torch.no_grad():
+        x = torch.randn(4, 4)
+        torch.nn.functional.linear(torch.sigmoid(x) * x, x).sum(1)
+        torch.rand(2), torch.randint(0, 3, (2,))
     if os.environ.get("KAGENT_PREINIT") == "cuda" and torch.cuda.is_available():
         torch.cuda.init()  # type: ignore[no-untyped-call]
         torch.empty(1, device="cuda")

@@ -106,6 +106,8 @@ class JudgeStart(msgspec.Struct, tag=True, kw_only=True):
     evidence: PrecisionEvidence = UNCHECKED
     """What the scan of the candidate's built code found (skills/precision_code.py); the judge's
     budget is fair only where it was checked and holds no reduced-precision instruction."""
+    held_sets: int | None = None
+    """Regular sets the judge holds with their references (EvalConfig.held_sets)."""
 
 
 SHAPE_SET_SEED = -2
