@@ -4,6 +4,7 @@
 # Modes by purpose:
 #   tests      every GPU test (JUnit) and the CUDA exploit table, then skill latency
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
+#   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
 #   bench      timing stability, the solutions table, ncu
 #   fair       the same solution graded 10 times quiet and under 8 compiles (repeatability)
@@ -41,6 +42,11 @@ if [ "$1" = tests-eval ]; then  # the evaluator's GPU tests in two JUnit files (
   step pytest-solutions; TAIL=30 run "${T_SOL:-300}" pytest_gpu_solutions.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-solutions-h200.xml tests/test_gpu_eval.py -k reference_solution
   step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-h200.xml tests/test_gpu_eval.py tests/test_gpu_trust.py -k "not reference_solution"
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200; }
+fi
+if [ "$1" = rest ]; then  # what tests-eval leaves: library builds on the GPU, level-3 solutions, the cold load_inline test; latency; timing CV of 10 profiles
+  step pytest-rest; TAIL=30 run "${T_REST:-150}" pytest_gpu_rest.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 100 --junitxml=benchmarks/results/gpu-junit-rest-h200.xml tests/test_build_libraries.py "tests/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/02_gru_seq]" "tests/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/03_mlp_block]" "tests/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/07_small_cnn]" tests/test_gpu_trust.py::test_load_inline_cache_on_cuda
+  step latency; TAIL=8 run 70 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  step stability; TAIL=8 run "${T_STAB:-90}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-h200
 fi
 if [ "$1" = kernelbench ]; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
   step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME}
