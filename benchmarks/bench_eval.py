@@ -200,7 +200,7 @@ def _slowest(timed: Any, k: int = 3) -> list[dict[str, Any]]:
 
 
 def _calls(slowest: list[dict[str, Any]]) -> str:
-    return ", ".join(f"#{x['call']}/{x['of']} set {x['set']} {x['us']:.0f} us" for x in slowest)
+    return ", ".join(f"#{x['call']}/{x['of']} {x['us']:.0f} us" for x in slowest)
 
 
 def _quantiles(xs: list[float]) -> dict[str, float]:

@@ -48,7 +48,7 @@ def problem_files(paths: list[str]) -> list[Path]:
     """Every problem file under `paths`, in level then number order."""
     out: list[Path] = []
     for p in map(Path, paths):
-        out += sorted(p.glob("level*/*.py")) if p.is_dir() else [p]
+        out += (sorted(p.glob("*.py")) or sorted(p.glob("level*/*.py"))) if p.is_dir() else [p]
 
     def key(f: Path) -> tuple[str, int, str]:
         m = re.match(r"(\d+)_", f.name)

@@ -386,7 +386,8 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
     state.times.build = time.perf_counter() - t
     if built is not None:
         state.build = BuildSummary(ok=built.ok, cached=built.cached, seconds=built.seconds,
-                                   errors=built.errors, flavour=built.flavour)
+                                   errors=built.errors, flavour=built.flavour,
+                                   libraries=[lib.name for lib in built.libraries if lib.lib_dir])
         if not built.ok:
             state.compiled = False
             state.error = "the kernels did not compile:\n" + built.errors

@@ -96,6 +96,8 @@ class BuildSummary(msgspec.Struct):
     """Trimmed compiler errors ("" when ok)."""
     flavour: str
     """`c_abi`, `torch` (a torch-extension source) or `inline` (model_new.py builds its own)."""
+    libraries: list[str] = msgspec.field(default_factory=list)
+    """CUDA libraries the kernels include and the build linked (cublas, cublasLt, cudnn, ...)."""
 
 
 class TimingResult(msgspec.Struct):
