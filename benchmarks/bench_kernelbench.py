@@ -39,7 +39,7 @@ from skills.evaluate import EvalConfig, evaluate  # noqa: E402
 from skills.harness.protocol import TimingConfig  # noqa: E402
 from skills.nvml import MemorySampler, Nvml, role_of  # noqa: E402
 from skills.paired import PairedConfig  # noqa: E402
-from skills.results import EvalResult  # noqa: E402
+from skills.results import EvalResult, Mode  # noqa: E402
 
 GIB = 1 << 30
 
@@ -89,7 +89,7 @@ def row_of(f: Path, r: EvalResult, wall: float, peaks: dict[str, int] | None, de
            n_sets: int) -> dict[str, Any]:
     plan_judge, plan_cand = plan_of(f, n_sets)
     return {
-        "problem": name_of(f), "gradable": bool(r.correct and not r.flags and r.error is None),
+        "problem": name_of(f), "mode": r.mode, "gradable": bool(r.correct and not r.flags and r.error is None),
         "reward": r.reward, "stage": r.stage, "torch_allowed": r.torch_allowed,
         "error": (r.error or "")[:300] or None, "environment_fault": (r.environment_fault or "")[:300] or None,
         "flags": [fl.name for fl in r.flags], "wall_s": round(wall, 2),
@@ -113,15 +113,16 @@ def workspace(f: Path, tmp: Path) -> Path:
     return ws
 
 
-async def grade(f: Path, cfg: EvalConfig, tmp: Path, nvml: Nvml | None) -> tuple[EvalResult, float, dict[str, int] | None, int | None]:
+async def grade(f: Path, cfg: EvalConfig, tmp: Path, nvml: Nvml | None,
+                mode: Mode) -> tuple[EvalResult, float, dict[str, int] | None, int | None]:
     ws = workspace(f, tmp)
     cache = JsonBaselineCache(ws / "baselines.json")
     t = time.perf_counter()
     if nvml is None:
-        r = await evaluate(f, ws, mode="final", config=cfg, baseline_cache=cache)
+        r = await evaluate(f, ws, mode=mode, config=cfg, baseline_cache=cache)
         return r, time.perf_counter() - t, None, None
     with MemorySampler(nvml) as s:
-        r = await evaluate(f, ws, mode="final", config=cfg, baseline_cache=cache)
+        r = await evaluate(f, ws, mode=mode, config=cfg, baseline_cache=cache)
     peaks: dict[str, int] = {}
     for pid, used in s.by_pid.items():
         role = role_of(pid)
@@ -141,7 +142,7 @@ async def run_all(files: list[Path], args: argparse.Namespace, rows: dict[str, d
 
     async def one(f: Path, alone: bool) -> None:
         async with limiter:
-            r, wall, peaks, dev = await grade(f, cfg, tmp, nvml if alone or args.jobs == 1 else None)
+            r, wall, peaks, dev = await grade(f, cfg, tmp, nvml if alone or args.jobs == 1 else None, args.mode)
         row = row_of(f, r, wall, peaks, dev, cfg.n_sets + 1)
         row["ran_alone"] = alone or args.jobs == 1
         rows[row["problem"]] = row
@@ -184,7 +185,8 @@ def write(rows: dict[str, dict[str, Any]], args: argparse.Namespace, out: str) -
               ((r["error"] or r["environment_fault"] or ",".join(r["flags"])) or "")[:80].replace("\n", " ")]
              for r in ordered]
     md = [f"# KernelBench at its own sizes: {gradable}/{len(ordered)} gradable", "",
-          f"Each problem's own Model as the solution (torch-op rule off), final mode vs eager; {payload['env']['gpu']},"
+          f"Each problem's own Model as the solution (torch-op rule off), {args.mode} mode vs eager, {args.jobs} at once;"
+          f" {payload['env']['gpu']},"
           f" torch {payload['env']['torch']}, {payload['env']['date']}.", "", f"`{payload['env']['command']}`", "",
           f"By level: {summary['by_level']}; reward 1: {summary['reward_1']}.", "", "```", table(headers, lines), "```", ""]
     (RESULTS / f"{out}.md").write_text("\n".join(md))
@@ -194,13 +196,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="+", help="KernelBench files or folders holding level*/")
     ap.add_argument("--backend", choices=["cuda", "cpu"], default="cuda")
-    ap.add_argument("--jobs", type=int, default=1, help="evaluations at once (by_cmdline peaks only with 1)")
+    ap.add_argument("--mode", choices=["final", "test"], default="final",
+                    help="final: timed against eager, with a reward; test: correctness and memory only")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="evaluations at once, test mode only: timed loops sharing one GPU read each other's kernels"
+                         " (on the H200 with 3 at once: timer_tampering on fair cuBLAS calls, and memory refusals)")
     ap.add_argument("--rounds", type=int, default=1, help="paired rounds per evaluation")
     ap.add_argument("--loop-seconds", type=float, default=0.3, help="wall budget of each timed loop")
     ap.add_argument("--limit", type=int, default=0, help="only the first N problems (0: all)")
     ap.add_argument("--resume", type=Path, default=None, help="a previous JSON: its rows are kept, its problems skipped")
     ap.add_argument("--out", default="kernelbench")
     args = ap.parse_args()
+    if args.jobs > 1 and args.mode == "final":
+        ap.error("--jobs > 1 needs --mode test: timed loops on one GPU at once are not a fair measurement")
     files = problem_files(args.paths)
     if args.limit:
         files = files[:args.limit]
