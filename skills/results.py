@@ -67,6 +67,9 @@ class OutputError(msgspec.Struct):
     """Elements over the per-element budget (NaN mismatches included)."""
     message: str
     """Human summary; names the worst element when something failed."""
+    budget_used: float | None = None
+    """How much of its budget the output used: the larger of the worst element's error over its
+    budget and the error norm over the norm budget (1 = at the edge; None when not compared)."""
 
 
 class SetResult(msgspec.Struct):

@@ -50,10 +50,16 @@ def test_verdicts_do_not_depend_on_the_chunk(monkeypatch: pytest.MonkeyPatch, ch
     fair = (r64 + (r64 - r.double()) * 3).float()  # 3x the reference's own error: within budget
     ok = compare_output(0, fair, ref)
     assert ok.ok, ok.message
+    # the room left is stated: 3x torch's own error uses a fraction of a budget of 32x (elements)
+    assert ok.budget_used is not None and 0.0 < ok.budget_used < 1.0, ok.budget_used
+    assert "of its budget" in ok.message, ok.message
+    exact = compare_output(0, r, ref)
+    assert exact.ok and exact.budget_used is not None and exact.budget_used < ok.budget_used
     bad = r.clone()
     bad[9_990] += 1.0  # far outside any budget, in the last chunk
     worse = compare_output(0, bad, ref)
     assert not worse.ok and worse.bad_elements == 1
+    assert worse.budget_used is not None and worse.budget_used > 1.0
     assert "[9990]" in worse.message, worse.message
     assert worse.max_abs_err == pytest.approx(1.0, rel=1e-3)
     half = r.half().float()  # a downcast: most elements far over

@@ -307,7 +307,7 @@ def compare_output(index: int, cand: object, ref: Reference, kind: str | None = 
     n = c_all.numel()
     bad = far = 0
     err_norms: list[float] = []
-    max_abs = max_rel = 0.0
+    max_abs = max_rel = max_used = 0.0
     worst = (-math.inf, 0)  # (excess over the budget, flat index) of the worst element over it
     floor = max(ref.scale, 1e-30)
     for lo, hi in _spans(n):
@@ -327,10 +327,12 @@ def compare_output(index: int, cand: object, ref: Reference, kind: str | None = 
         if not err.numel():
             continue
         rel = err / torch.clamp(r64.abs().nan_to_num(0.0), min=floor)
-        b, f, norm, top, top_rel = torch.stack([over.sum().double(), far_mask.sum().double(), torch.linalg.vector_norm(err),
-                                                err.max(), rel.max()]).tolist()
+        used = torch.where(err > 0, err / budget, 0.0).max()  # 0/0 where a zero budget is met exactly
+        b, f, norm, top, top_rel, top_used = torch.stack([
+            over.sum().double(), far_mask.sum().double(), torch.linalg.vector_norm(err), err.max(), rel.max(),
+            used]).tolist()
         err_norms.append(norm)
-        max_abs, max_rel = max(max_abs, top), max(max_rel, top_rel)
+        max_abs, max_rel, max_used = max(max_abs, top), max(max_rel, top_rel), max(max_used, top_used)
         if b:
             bad += int(b)
             far += int(f)
@@ -342,13 +344,17 @@ def compare_output(index: int, cand: object, ref: Reference, kind: str | None = 
     ratio = err_norm / ref.e_ref_norm if ref.e_ref_norm > 0 else (0.0 if err_norm == 0 else math.inf)
     norm_ok = err_norm <= ref.norm_budget
     ok = norm_ok and (bad == 0 or (far == 0 and bad <= TAIL_FRAC * n))
+    norm_used = err_norm / ref.norm_budget if ref.norm_budget > 0 else (0.0 if err_norm == 0 else math.inf)
     if ok:
         tail = f"; {bad} of {n} elements over their budget by < {TAIL_FACTOR:g}x, tolerated" if bad else ""
-        msg = f"output {index}: ok (max abs err {max_abs:.3g}, error {ratio:.2g}x the eager reference's{tail})"
+        room = (f"worst element at {max_used:.2g} of its budget, error norm at {norm_used:.2g} of its"
+                if not bad else f"error norm at {norm_used:.2g} of its budget")
+        msg = f"output {index}: ok (max abs err {max_abs:.3g}, error {ratio:.2g}x the eager reference's; {room}{tail})"
     else:
         msg = _failure_message(index, c_all, cand.shape, ref, bad, worst[1], norm_ok, err_norm)
     return OutputError(index=index, ok=ok, shape=shape, dtype=dtype, max_abs_err=max_abs,
-                       max_rel_err=max_rel, err_ratio=ratio, bad_elements=bad, message=msg)
+                       max_rel_err=max_rel, err_ratio=ratio, bad_elements=bad, message=msg,
+                       budget_used=max(max_used, norm_used))
 
 
 def _failure_message(index: int, c: torch.Tensor, shape: torch.Size, ref: Reference, bad: int, flat: int,
