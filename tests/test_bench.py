@@ -103,6 +103,20 @@ def test_solutions_give_a_row_of_each_kind(graded: Path) -> None:
     assert (graded / "speedup.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_reference_model_rows_grade_torch_as_the_solution(env: Path) -> None:
+    """--reference-model: each problem's own Model as ModelNew, graded with the torch-op rule off
+    (EvalConfig.torch_allowed): correct, unflagged, reward 1 or more (it is itself: about 1x
+    eager); the same torch code as an agent's solution is flagged (the swish row above)."""
+    problems = env / "reference-model" / "level1"
+    problems.mkdir(parents=True)
+    shutil.copyfile(PROBLEMS / "level1" / "02_swish.py", problems / "02_swish.py")
+    out = env / "out-reference-model"
+    assert main(["bench", str(problems), "--reference-model", "--out", str(out), *QUICK]) == 0
+    (row,) = _rows(out).values()
+    assert row["passed"] and not row["flags"] and row["fault"] is None, row
+    assert row["reward"] is not None and row["reward"] >= 1, row  # type: ignore[operator]
+
+
 def test_a_rerun_keeps_every_row_and_grades_only_what_is_new(graded: Path, solution_set: tuple[Path, Path],
                                                             env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     problems, sol = solution_set
