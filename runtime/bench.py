@@ -152,7 +152,7 @@ class Grader:
                 result = await self._evaluate(job, cfg, "test")
                 self.prebuild_seconds[(job.problem.id, job.attempt)] = time.monotonic() - began
             if result.environment_fault is None and (not result.correct or result.flags or not result.compiled):
-                result.reward = get_reward_fn(cfg.reward_fn)(result)
+                result.reward = get_reward_fn(cfg.reward_fn, cfg.composite)(result)
                 result.reward_fn = cfg.reward_fn
                 self.prebuilt[(job.problem.id, job.attempt)] = result
             await on_build(job)

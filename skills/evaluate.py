@@ -63,7 +63,7 @@ from skills.results import (
     StageTimes,
     TimingResult,
 )
-from skills.reward import get_reward_fn
+from skills.reward import CompositeConfig, get_reward_fn
 from skills.sandbox import (
     EXTENSIONS_MOUNT,
     SandboxConfig,
@@ -113,6 +113,8 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """"Faster" means the conservative speedup exceeds 1 + margin."""
     reward_fn: str = "milestone"
     """Reward function by name (skills.reward.REWARDS)."""
+    composite: CompositeConfig = msgspec.field(default_factory=CompositeConfig)
+    """The composite reward's constants (reward_fn = "composite")."""
     profile_calls: int = 5
     """Calls under the profiler for kernel time and launch accounting (cuda)."""
     timeout_import_s: float = 300.0
@@ -245,7 +247,7 @@ def finish(state: _State) -> EvalResult:
         torch_allowed=cfg.torch_allowed, memory=state.memory,
     )
     if state.mode == "final" and state.environment_fault is None and not (state.error and state.stage == "problem"):
-        result.reward = get_reward_fn(cfg.reward_fn)(result)
+        result.reward = get_reward_fn(cfg.reward_fn, cfg.composite)(result)
         result.reward_fn = cfg.reward_fn
     return result
 
