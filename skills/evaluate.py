@@ -47,7 +47,7 @@ from skills.nvml import MemorySampler, Nvml
 from skills.paired import PairedConfig, merged, paired_speedup, round_speedup, straddles
 from skills.pids import PidsGroup
 from skills.pids import hierarchy as pids_hierarchy
-from skills.precision_code import scan_build
+from skills.precision_code import declares_tf32, scan_build
 from skills.quota import DiskQuota
 from skills.results import (
     Backend,
@@ -612,7 +612,8 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
         nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,
         gpu_memory_fraction=cfg.gpu_memory_fraction if device == "cuda" else None,
         functions=[msgspec.to_builtins(f) for f in built.functions] if built else [],
-        flavour=built.flavour if built else "none", device=device, precision="fp32",
+        flavour=built.flavour if built else "none", device=device,
+        precision="tf32" if await anyio.to_thread.run_sync(declares_tf32, problem) else "fp32",
         kernel_names=[r.kernel for r in built.resources] if built else [],
         libraries=[lib.name for lib in built.libraries if lib.lib_dir] if built else []))
     ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")

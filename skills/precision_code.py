@@ -28,6 +28,7 @@ an unchanged build costs one hash.
 
 from __future__ import annotations
 
+import ast
 import collections
 import hashlib
 import re
@@ -255,3 +256,19 @@ def _ptx_of(work: Path, name: str, config: BuildConfig) -> tuple[dict[str, int],
     if rc != 0 or not out.is_file():
         return f"nvcc -ptx kernels/{name} failed (status {rc}): {log.strip()[:300]}"
     return ptx_reduced(out.read_text(errors="replace"))
+
+
+def declares_tf32(path: str | Path) -> bool:
+    """The file assigns ``PRECISION = "tf32"`` at its top level, read without running it (the
+    parent decides the candidate's library environment before the judge has loaded the problem)."""
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        value = getattr(node, "value", None)
+        if any(isinstance(t, ast.Name) and t.id == "PRECISION" for t in targets) and \
+                isinstance(value, ast.Constant) and value.value == "tf32":
+            return True
+    return False

@@ -657,3 +657,33 @@ def test_problem_with_syntax_error(new_workspace: MakeWs, tmp_path: Path, build_
     assert "broken_problem.py" in r.error
     assert "SyntaxError" in r.error or "syntax" in r.error.lower()
 
+
+
+ENV_PROBE_PY = """\
+import os
+import torch
+from kagent_ext import ops
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        if os.environ.get("NVIDIA_TF32_OVERRIDE") != {want!r}:
+            raise RuntimeError("NVIDIA_TF32_OVERRIDE is " + repr(os.environ.get("NVIDIA_TF32_OVERRIDE")))
+        y = torch.empty_like(x)
+        ops.relu(x, y, x.numel())
+        return y
+"""
+
+
+@pytest.mark.parametrize("declared, want", [("", "0"), ('PRECISION = "tf32"\n', None)])
+def test_library_tf32_follows_the_problems_precision(new_workspace: MakeWs, tmp_path: Path, build_cache_dir: Path,
+                                                     declared: str, want: str | None) -> None:
+    """cuBLAS/cuDNN calls in the candidate stay fp32 (NVIDIA_TF32_OVERRIDE=0) on an fp32 problem, and
+    may use TF32 on a problem that declares tf32 (as its eager baseline does): the parent reads the
+    declaration without running the file, the candidate drops the override before any library
+    handle exists."""
+    problem = tmp_path / "relu_precision.py"
+    problem.write_text(declared + RELU.read_text())
+    ws = new_workspace(ENV_PROBE_PY.format(want=want), {"relu.cpp": RELU_CPP}, problem=problem)
+    r = run_eval(problem, ws, build_cache_dir, static_checks=False)  # the rule book bans reading os.environ
+    assert r.error is None and r.correct, r.error
