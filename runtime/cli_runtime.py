@@ -3,7 +3,7 @@
     kagent solve FILE [--out DIR] [--answer FILE] [--url URL] [--api-key KEY] [--quiet]
     kagent episodes list [--status S] [--origin O] [--limit N] [--json]
     kagent episodes show ID [--full] [--tokens] [--json]
-    kagent episodes export --out FILE [--format jsonl|parquet|trl] [--all] [--trainable] [--min-reward R]
+    kagent episodes export --out FILE [--format jsonl|parquet|trl|trl-messages] [--all] [--trainable] [--min-reward R]
     kagent replay EPISODE [--skip-timing] [--backend cpu|cuda] [--baselines LIST] [--json]
 
 `solve` goes through the running daemon's HTTP API (streaming its progress to stderr); the
@@ -97,16 +97,19 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     e.add_argument("--tokens", action="store_true", help="show token ids and logprobs per turn")
     e.add_argument("--json", action="store_true", help="the whole record (turns with token arrays) as JSON")
     _config_args(e)
-    e = esub.add_parser("export", help="episodes as JSONL or Parquet (one episode per line/row), or TRL rows")
+    e = esub.add_parser("export", help="episodes as JSONL or Parquet (one episode per line/row), or TRL datasets")
     e.add_argument("--out", type=Path, required=True, help="output file")
-    e.add_argument("--format", choices=["jsonl", "parquet", "trl"], default=None,
+    e.add_argument("--format", choices=["jsonl", "parquet", "trl", "trl-messages"], default=None,
                    help="default: from the --out suffix (.jsonl, .json, .ndjson or .parquet); trl: pre-tokenized"
                         " rows of the RFT episodes for trl.SFTTrainer (input_ids, completion_mask, labels), one per"
-                        " document, Parquet when --out ends in .parquet, else JSONL")
+                        " document, Parquet when --out ends in .parquet, else JSONL; trl-messages: TRL's"
+                        " conversational form with tools (messages with tool_calls, tools: the offered tools' JSON"
+                        " schemas), one JSONL row per finished episode, for SFTTrainer to apply the chat template")
     e.add_argument("--all", action="store_true", help="include running episodes (default: finished only)")
     e.add_argument("--trainable", action="store_true", help="only trainable episodes")
     e.add_argument("--min-reward", type=float, default=0.0,
-                   help="trl: episodes whose reward is above this (as the trainer's --rft-min-reward; default 0)")
+                   help="trl, trl-messages: episodes whose reward is above this (as the trainer's"
+                        " --rft-min-reward; default 0)")
     _config_args(e)
 
     p = sub.add_parser("replay", help="re-run a logged episode's tool calls in a fresh sandbox and compare")
@@ -272,7 +275,7 @@ def run_episodes(args: argparse.Namespace) -> int:
         return _list(args, db)
     if args.action == "show":
         return _show(args, db)
-    return _export(args, db)
+    return _export(args, db, config)
 
 
 def _list(args: argparse.Namespace, db: Path) -> int:
@@ -316,11 +319,11 @@ def _show(args: argparse.Namespace, db: Path) -> int:
     return 0
 
 
-def _export(args: argparse.Namespace, db: Path) -> int:
+def _export(args: argparse.Namespace, db: Path, config: Config) -> int:
     fmt = args.format or EXPORT_SUFFIXES.get(args.out.suffix.lower())
     if fmt is None:
         raise UsageError(f"cannot tell the format of {args.out} from its suffix {args.out.suffix!r}: name it"
-                         f" {', '.join(EXPORT_SUFFIXES)} or pass --format jsonl|parquet|trl")
+                         f" {', '.join(EXPORT_SUFFIXES)} or pass --format jsonl|parquet|trl|trl-messages")
     folder = args.out.resolve().parent
     if not folder.is_dir():
         raise UsageError(f"cannot write {args.out}: the folder {folder} does not exist")
@@ -328,6 +331,8 @@ def _export(args: argparse.Namespace, db: Path) -> int:
         raise UsageError(f"cannot write {args.out}: the folder {folder} is not writable")
     if fmt == "trl":
         return _export_trl(args, db)
+    if fmt == "trl-messages":
+        return _export_trl_messages(args, db, config)
     finished = None if args.all else True
     trainable = True if args.trainable else None
 
@@ -353,6 +358,31 @@ def _export_trl(args: argparse.Namespace, db: Path) -> int:
     except OSError as exc:
         raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     _out(f"exported {rows} rows of {episodes} episodes to {args.out} (trl, reward above {args.min_reward:g})")
+    return 0
+
+
+def _export_trl_messages(args: argparse.Namespace, db: Path, config: Config) -> int:
+    if args.all:
+        raise UsageError("--format trl-messages exports finished, graded episodes: drop --all")
+    if args.out.suffix.lower() == ".parquet":
+        raise UsageError("--format trl-messages writes JSONL (the calls' arguments differ in shape from tool to"
+                         " tool, which a Parquet schema would merge): name the file .jsonl")
+    from runtime.tokens import get_tool_parser
+    from trainer.trl_messages import episode_backend, export_conversations, offered_tools
+
+    sched = config.scheduler
+    by_backend = {b: offered_tools(sched.tools, b) for b in ("cuda", "cpu")}
+    try:
+        rows, skipped = _read(db, lambda s: export_conversations(
+            s, args.out, tools_for=lambda d: by_backend[episode_backend(d, sched.backend)],
+            parse=get_tool_parser(config.policy.tool_parser), min_reward=args.min_reward,
+            trainable=True if args.trainable else None))
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    for eid, why in skipped.items():
+        _err(f"episode {eid} left out: {why}")
+    _out(f"exported {rows} episodes to {args.out} (trl-messages, reward above {args.min_reward:g};"
+         f" {len(skipped)} left out)")
     return 0
 
 
