@@ -81,7 +81,7 @@ def test_eval_wrong_values_text(tmp_path: Path) -> None:
     (["eval", "no_such_problem.py", "{ws}"], "problem file no_such_problem.py does not exist"),
     (["eval", str(RELU), "{tmp}/no_such_solution"], "no_such_solution does not exist"),
     (["eval", str(RELU), "{ws}", "--baselines", "eager,inductor"], "unknown baseline(s) inductor; valid: eager, compile"),
-    (["eval", str(RELU), "{ws}", "--reward", "vibes"], "unknown reward function 'vibes'; valid: binary, milestone"),
+    (["eval", str(RELU), "{ws}", "--reward", "vibes"], "unknown reward function 'vibes'; valid: binary, composite, milestone"),
     (["eval", str(RELU), "{ws}", "--backend", "tpu"], "invalid choice: 'tpu'"),
 ], ids=["missing-problem", "missing-solution", "bad-baseline", "bad-reward", "bad-backend"])
 def test_eval_usage_errors_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
