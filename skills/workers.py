@@ -67,6 +67,8 @@ class Worker:
         self.reader = BufferedByteReceiveStream(proc.stdout)
         self.stderr = bytearray()
         self.stderr_done = anyio.Event()
+        self.draining = False
+        """drain_stderr runs (a warm pool's idle worker has none: its close waits for nothing)."""
         self.closed = False
         self.marks: MarkSocket | None = None
 
@@ -102,6 +104,7 @@ class Worker:
     async def drain_stderr(self) -> None:
         """Run for the worker's life: keep the tail of stderr so a chatty candidate never blocks."""
         assert self.proc.stderr is not None
+        self.draining = True
         try:
             async for chunk in self.proc.stderr:
                 self.stderr += chunk
@@ -192,7 +195,8 @@ class Worker:
         """The failure to report for a worker that died (or is being killed now): exit status and log tail."""
         with anyio.move_on_after(5):
             await self.proc.wait()
-            await self.stderr_done.wait()
+            if self.draining:
+                await self.stderr_done.wait()
         code = self.proc.returncode
         await self.kill()
         tail = self.log_tail().strip()[-1500:]
@@ -220,4 +224,8 @@ class Worker:
             await self.proc.stdin.aclose()
         await self.kill()
         with anyio.move_on_after(2):
-            await self.stderr_done.wait()
+            if self.draining:
+                await self.stderr_done.wait()
+            else:  # read stderr to its end (every process of the group gone), then close and reap
+                await self.drain_stderr()
+                await self.proc.aclose()
