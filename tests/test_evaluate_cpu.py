@@ -687,3 +687,47 @@ def test_library_tf32_follows_the_problems_precision(new_workspace: MakeWs, tmp_
     ws = new_workspace(ENV_PROBE_PY.format(want=want), {"relu.cpp": RELU_CPP}, problem=problem)
     r = run_eval(problem, ws, build_cache_dir, static_checks=False)  # the rule book bans reading os.environ
     assert r.error is None and r.correct, r.error
+
+
+TUPLE_PROBLEM = """\
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, pair):
+        assert isinstance(pair, tuple) and pair == (1, (2, 3))
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(256, 64), (1, (2, 3))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+TUPLE_NEW_PY = """\
+import torch
+from kagent_ext import ops
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, pair):
+        if not (type(pair) is tuple and type(pair[1]) is tuple and pair == (1, (2, 3))):
+            raise TypeError(f"pair arrived as {pair!r}")
+        y = torch.empty_like(x)
+        ops.relu(x, y, x.numel())
+        return y
+"""
+
+
+def test_non_tensor_inputs_keep_their_tuples(new_workspace: MakeWs, tmp_path: Path, build_cache_dir: Path) -> None:
+    """A non-tensor input travels to the candidate over the link as msgpack, which has arrays only:
+    tuples (nested too) are tagged on the way, so forward sees what the reference saw."""
+    problem = tmp_path / "tuple_input.py"
+    problem.write_text(TUPLE_PROBLEM)
+    ws = new_workspace(TUPLE_NEW_PY, {"relu.cpp": RELU_CPP}, problem=problem)
+    r = run_eval(problem, ws, build_cache_dir, mode="profile")
+    assert r.error is None and r.correct and not r.flags, (r.error, r.flags)

@@ -175,7 +175,7 @@ class Candidate:
         except (ValueError, IndexError, OSError, arena.CudaError) as exc:
             raise CandidateError("correctness", f"the judge's input memory could not be mapped: {exc}") from None
         model = self.models[offer.model] if offer.model < len(self.models) else self.models[0]
-        args = arena_.arguments(offer.scalars)
+        args = arena_.arguments(P.unpack_scalars(offer.scalars))
         fn = functools.partial(_forward, model)
         # Loop flushes nothing and copies nothing: the judge writes the inputs and flushes the
         # cache before each call; the loop resets persisting L2 lines, marks, leads, times.
@@ -188,7 +188,7 @@ class Candidate:
         if g is None:
             raise CandidateError("correctness", "the judge asked for a call on memory it never offered")
         if call.scalars is not None:
-            args = g.arena.arguments(call.scalars)
+            args = g.arena.arguments(P.unpack_scalars(call.scalars))
             g.loop.works[0][:] = args
             g.loop.work = g.loop.works[0]
         loop = g.loop

@@ -94,12 +94,13 @@ class Driver:
         scalars = [None if isinstance(a, torch.Tensor) else a for a in inputs]
         if self.cuda:
             mem, handle = arena.device_create(layout)
-            self.link.send(P.Offer(group=group, layout=layout, handle=handle, scalars=scalars, model=model,
+            self.link.send(P.Offer(group=group, layout=layout, handle=handle, scalars=P.pack_scalars(scalars), model=model,
                                    timing=self.timing))
         else:
             mem, fd = arena.host_create(layout)
             try:
-                self.link.send(P.Offer(group=group, layout=layout, scalars=scalars, model=model, timing=self.timing),
+                self.link.send(P.Offer(group=group, layout=layout, scalars=P.pack_scalars(scalars), model=model,
+                                       timing=self.timing),
                                fds=[fd])
             finally:
                 os.close(fd)
@@ -125,7 +126,7 @@ class Driver:
         differ = scalars != self.scalars[group]
         sent = realtime_ns()
         self.link.send(P.Call(seq=self.seq, group=group, lead=lead, watch=watch,  # type: ignore[arg-type]
-                              scalars=scalars if differ else None))
+                              scalars=P.pack_scalars(scalars) if differ else None))
         called = self._expect(P.Called, stage)
         back = realtime_ns()
         if called.seq != self.seq:

@@ -62,6 +62,32 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
         return f"v2 lead {self.lead_us:g} us, flush {int(self.flush_l2)}, reset {int(self.reset_persisting_l2)}"
 
 
+TUPLE_TAG = "__kagent_tuple__"
+"""The one-key dict a tuple travels as (msgpack has arrays only: a tuple would arrive a list)."""
+
+
+def pack_scalars(values: Any) -> Any:
+    """Non-tensor inputs for the wire: tuples (at any depth) tagged, so forward gets a tuple back."""
+    if isinstance(values, tuple):
+        return {TUPLE_TAG: [pack_scalars(v) for v in values]}
+    if isinstance(values, list):
+        return [pack_scalars(v) for v in values]
+    if isinstance(values, dict):
+        return {k: pack_scalars(v) for k, v in values.items()}
+    return values
+
+
+def unpack_scalars(values: Any) -> Any:
+    """pack_scalars undone."""
+    if isinstance(values, dict):
+        if len(values) == 1 and TUPLE_TAG in values:
+            return tuple(unpack_scalars(v) for v in values[TUPLE_TAG])
+        return {k: unpack_scalars(v) for k, v in values.items()}
+    if isinstance(values, list):
+        return [unpack_scalars(v) for v in values]
+    return values
+
+
 class SlotSpec(msgspec.Struct, kw_only=True, frozen=True):
     """One tensor in the arena: where its bytes start, its shape and dtype."""
 
