@@ -77,6 +77,7 @@ def config(args: argparse.Namespace) -> EvalConfig:
     timing = TimingConfig(warmup_calls=3, warmup_seconds=0.05, min_calls=10, max_calls=200,
                           target_seconds=0.1, loop_seconds=args.loop_seconds)
     return EvalConfig(backend=args.backend, baselines=["eager"], torch_allowed=True, timing=timing,
+                      held_sets=args.held_sets,
                       paired=PairedConfig(min_rounds=args.rounds, max_rounds=args.rounds),
                       build=BuildConfig(backend=args.backend))
 
@@ -203,6 +204,9 @@ def main() -> None:
                          " (on the H200 with 3 at once: timer_tampering on fair cuBLAS calls, and memory refusals)")
     ap.add_argument("--rounds", type=int, default=1, help="paired rounds per evaluation")
     ap.add_argument("--loop-seconds", type=float, default=0.3, help="wall budget of each timed loop")
+    ap.add_argument("--held-sets", type=int, default=None,
+                    help="regular sets the judge holds (EvalConfig.held_sets; 1: stream the rest): a probe of whether"
+                         " the judge's own memory changes how its eager baseline times")
     ap.add_argument("--limit", type=int, default=0, help="only the first N problems (0: all)")
     ap.add_argument("--resume", type=Path, default=None, help="a previous JSON: its rows are kept, its problems skipped")
     ap.add_argument("--out", default="kernelbench")

@@ -49,7 +49,7 @@ if [ "$1" = rest ]; then  # what tests-eval leaves: library builds on the GPU, l
   step stability; TAIL=8 run "${T_STAB:-90}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-h200
 fi
 if [ "$1" = kernelbench ]; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
-  step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME}
+  step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME} ${KB_ARGS:-}
 fi
 if [ "$1" = bench ]; then
   step stability; TAIL=8 run 150 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-h200
