@@ -74,6 +74,7 @@ from skills.sandbox import (
 )
 from skills.sandbox import active as sandbox_active
 from skills.sandbox import wrap as sandbox_wrap
+from skills.schedstat import worker_pid
 from skills.static_check import check_workspace
 from skills.stats import coefficient_of_variation, median_interval
 from skills.workers import Worker, WorkerFailed
@@ -729,8 +730,10 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
     cfg = state.config
     async with state.quiet():
         before = await _yardstick(judge, cand, nonce, cfg)
+        pid = await anyio.to_thread.run_sync(worker_pid, cand.proc.pid)
         await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
-                                       profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0))
+                                       profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0,
+                                       candidate_pid=pid))
         timed, marks = await cand.marked(_from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
         after = await _yardstick(judge, cand, nonce, cfg)  # the machine's load may have changed meanwhile
     for k, v in timed.seconds.items():
@@ -1056,7 +1059,10 @@ def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
     starts, ends = got
     windows = [(e - s) / 1e3 for s, e in zip(starts, ends, strict=True)]
     window = statistics.median(windows)
-    excess = statistics.median(w - e for w, e in zip(windows, samples.per_call_us, strict=True))
+    # Time the candidate waited for a CPU (the kernel's count, per call) is the host's, not work
+    # it moved or hid: it comes off what the checks below compare. Never below zero.
+    waited = [w / 1e3 for w in timed.waited_ns] if len(timed.waited_ns) == n else [0.0] * n
+    excess = statistics.median(w - e - min(q, max(0.0, w - e)) for w, e, q in zip(windows, samples.per_call_us, waited, strict=True))
     # The stamps bracket the clock reads, so a real window is never shorter than its reported time,
     # and the marks together span at least the sum of the reported times: marks sent on their own,
     # not around the calls, fail one or the other.
@@ -1068,7 +1074,7 @@ def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
         return [Flag(name="timer_tampering", detail=(
             f"the evaluator's clock saw the median timed call take {window:.0f} us, but the candidate's process"
             f" reported {window - excess:.0f} us (more than {allowed:.0f} us less): its clock was tampered with"))]
-    return _handoff_check(timed, starts, ends, yardsticks, slack_us)
+    return _handoff_check(timed, starts, ends, yardsticks, slack_us, waited)
 
 
 def _at(values: list[float], q: float) -> float:
@@ -1078,14 +1084,15 @@ def _at(values: list[float], q: float) -> float:
 
 
 def _handoff_check(timed: P.TimeReport, starts: list[int], ends: list[int],
-                   yardsticks: list[P.YardstickReport], slack_us: float) -> list[Flag]:
+                   yardsticks: list[P.YardstickReport], slack_us: float, waited: list[float] | None = None) -> list[Flag]:
     if len(timed.sent_ns) != len(starts) or not yardsticks or not all(y.handback_us and y.hop_us for y in yardsticks):
         return []
     hop = max(_at(y.hop_us, 0.75) for y in yardsticks)
     handback = max(statistics.median(y.handback_us) for y in yardsticks)
-    # three in four calls took at least this long around them
-    before = _at([(s - sent) / 1e3 for s, sent in zip(starts, timed.sent_ns, strict=True)], 0.25)
-    after = _at([(back - e) / 1e3 for e, back in zip(ends, timed.back_ns, strict=True)], 0.25)
+    q = waited if waited is not None and len(waited) == len(starts) else [0.0] * len(starts)
+    # three in four calls took at least this long around them, less what the candidate waited for a CPU
+    before = _at([max(0.0, (s - sent) / 1e3 - w) for s, sent, w in zip(starts, timed.sent_ns, q, strict=True)], 0.25)
+    after = _at([max(0.0, (back - e) / 1e3 - w) for e, back, w in zip(ends, timed.back_ns, q, strict=True)], 0.25)
     for seen, own, where in ((before, hop, "between the judge's request and the call's start"),
                              (after, hop + handback, "between the call's end and its answer")):
         if seen > HANDOFF_FACTOR * own + slack_us:

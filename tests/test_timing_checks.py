@@ -14,6 +14,7 @@ from skills.evaluate import clock_check
 from skills.harness import protocol as P
 from skills.marks import ENV as MARK_ENV
 from skills.marks import Mark, MarkSocket
+from skills.schedstat import run_delay_ns, worker_pid
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -108,6 +109,57 @@ def test_work_moved_out_of_the_window_is_flagged() -> None:
     samples, marks = _marked([10.0] * 60, [20.0] * 60, before_us=80.0)
     samples.sent_ns = [s - (5_000_000 if i % 3 == 0 else 0) for i, s in enumerate(samples.sent_ns)]
     assert clock_check(samples, marks, 0.0, _yard()) == []
+
+
+def test_time_spent_waiting_for_a_cpu_is_the_hosts() -> None:
+    """On a busy host the candidate is descheduled around its calls: the kernel's count of its wait
+    on a run queue (TimeReport.waited_ns) comes off the time around each call and off its window,
+    so load is not read as moved work or a tampered clock; work really moved still is."""
+    # 5 ms before each start mark, all of it spent runnable but not running: the host's
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, before_us=5080.0)
+    samples.waited_ns = [5_000_000] * 60
+    assert clock_check(samples, marks, 0.0, _yard()) == []
+    # the same 5 ms, of which the candidate waited 1 ms: 4 ms of work moved out of the call
+    samples.waited_ns = [1_000_000] * 60
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard())] == ["timer_tampering"]
+    # a window 3 ms longer than the reported time, the candidate descheduled 3 ms inside it
+    samples, marks = _marked([100.0] * 60, [3100.0] * 60)
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard())] == ["timer_tampering"]
+    samples.waited_ns = [3_000_000] * 60
+    assert clock_check(samples, marks, 0.0, _yard()) == []
+    # no count for every call (not readable there): nothing comes off
+    samples.waited_ns = [3_000_000] * 30
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard())] == ["timer_tampering"]
+
+
+def test_the_candidates_process_is_found_and_its_waits_read() -> None:
+    """worker_pid finds the process that runs the candidate's module in a tree (itself, or under
+    bubblewrap the sandbox's child), and run_delay_ns reads its main thread's wait from the kernel."""
+    sleeper = f"{sys.executable} -c 'import os, time; os.fork() or time.sleep(30); time.sleep(30)' skills.harness.candidate"
+    direct = subprocess.Popen(["sh", "-c", f"exec {sleeper}"])  # the worker forks a child like itself
+    wrapped = subprocess.Popen(["sh", "-c", f"{sleeper}; true"])  # the shell stays, the worker is its child
+    try:
+        found: dict[int, int | None] = {}
+        for _ in range(200):
+            found = {root: worker_pid(root) for root in (direct.pid, wrapped.pid)}
+            if all(found.values()):
+                break
+            time.sleep(0.05)
+        assert found[direct.pid] == direct.pid, found
+        child = found[wrapped.pid]
+        assert child is not None and child != wrapped.pid, found
+        delay = run_delay_ns(child)
+        assert delay is not None and delay >= 0
+        plain = subprocess.Popen(["sleep", "30"])
+        try:
+            assert worker_pid(plain.pid) is None  # a tree that runs no candidate module
+        finally:
+            plain.kill()
+            plain.wait()
+    finally:
+        for proc in (direct, wrapped):
+            proc.kill()
+            proc.wait()
 
 
 def test_marks_sent_apart_from_the_calls_are_tampering() -> None:

@@ -40,6 +40,7 @@ from skills.harness.memory import too_big
 from skills.harness.timing import Loop, Parts, calls_for, now_ns, within_budget
 from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
 from skills.results import Flag, SetResult, dedupe_flags
+from skills.schedstat import run_delay_ns
 
 
 def set_precision(precision: str) -> None:
@@ -355,6 +356,8 @@ class Judge:
         bad = 0
         first_seq = drv.seq + 1
         spent = {"draw": 0, "hand-over": 0, "call": 0, "check": 0}
+        pid = req.candidate_pid
+        waited: list[int] | None = [] if pid is not None and run_delay_ns(pid) is not None else None
         with parts("timed loop"):
             for i in range(n):
                 t0 = now_ns()
@@ -362,8 +365,12 @@ class Judge:
                 t1 = now_ns()
                 drv.put(0, inputs)
                 t2 = now_ns()
+                w0 = run_delay_ns(pid) if waited is not None and pid is not None else None
                 called, sent, back = drv.call(0, inputs)
                 t3 = now_ns()
+                if waited is not None and pid is not None:
+                    w1 = run_delay_ns(pid)
+                    waited.append(max(0, w1 - w0) if w0 is not None and w1 is not None else 0)
                 spent["draw"] += t1 - t0
                 spent["hand-over"] += t2 - t1
                 spent["call"] += t3 - t2
@@ -388,7 +395,7 @@ class Judge:
             bad += self._after_loop(drv, req, samples, flags)
         return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
                             checked_calls=len(checked), bad_calls=bad, sent_ns=sent_ns, back_ns=back_ns,
-                            flags=dedupe_flags(flags), seconds=parts.seconds)
+                            flags=dedupe_flags(flags), seconds=parts.seconds, waited_ns=waited or [])
 
     def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> tuple[float, float]:
         """Untimed calls like the timed ones, until warmup_calls and warmup_seconds (at most 10x

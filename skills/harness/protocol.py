@@ -198,6 +198,8 @@ class TimeRequest(msgspec.Struct, tag=True, kw_only=True):
     """Extra calls under the profiler for kernel time and launch accounting (0: none)."""
     limit_s: float
     """The candidate must have answered every call of the loop by then, or it timed out."""
+    candidate_pid: int | None = None
+    """The candidate's process (the parent found it): its run-queue delay is read around each call."""
 
 
 class TimeReport(msgspec.Struct, tag=True, kw_only=True):
@@ -214,6 +216,9 @@ class TimeReport(msgspec.Struct, tag=True, kw_only=True):
     """...and when the call's answer was back (the outputs written)."""
     flags: list[Flag]
     seconds: dict[str, float] = msgspec.field(default_factory=dict)
+    waited_ns: list[int] = msgspec.field(default_factory=list)
+    """Per timed call: how long the candidate's main thread waited for a CPU between the request
+    and the answer (the kernel's schedstat; empty where it could not be read)."""
 
 
 class BaselineRequest(msgspec.Struct, tag=True, kw_only=True):
