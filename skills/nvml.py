@@ -13,6 +13,8 @@ import threading
 import time
 from types import TracebackType
 
+from skills.schedstat import parent_pid
+
 _MAX_PROCS = 256
 
 
@@ -118,15 +120,6 @@ class MemorySampler:
         self._sample()
 
 
-def _parent(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return 0
-    return int(stat[stat.rindex(")") + 2:].split()[1])
-
-
 class TreePeaks:
     """Peak device memory of named process trees (each worker's process and what it spawned:
     bwrap's child, the candidate's own processes), from a sampler's per-pid samples."""
@@ -140,7 +133,7 @@ class TreePeaks:
         if pid not in self._of:
             p, hops = pid, 0
             while p > 1 and p not in self.roots and hops < 32:
-                p, hops = _parent(p), hops + 1
+                p, hops = parent_pid(p), hops + 1
             self._of[pid] = self.roots.get(p)
         return self._of[pid]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 
-def _parent(pid: int) -> int:
+def parent_pid(pid: int) -> int:
+    """The parent of `pid` (0 when it is gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
@@ -38,7 +39,7 @@ def worker_pid(root: int, module: str = "skills.harness.candidate") -> int | Non
             continue
         p, depth = pid, 0
         while p > 1 and p != root and depth < 16:
-            p, depth = _parent(p), depth + 1
+            p, depth = parent_pid(p), depth + 1
         if p == root and (best is None or depth < best[0]):
             best = (depth, pid)
     return best[1] if best else None
