@@ -37,7 +37,6 @@ from skills.baselines import JsonBaselineCache  # noqa: E402
 from skills.build import BuildConfig  # noqa: E402
 from skills.evaluate import EvalConfig, evaluate  # noqa: E402
 from skills.harness.protocol import TimingConfig  # noqa: E402
-from skills.nvml import MemorySampler, Nvml, role_of  # noqa: E402
 from skills.paired import PairedConfig  # noqa: E402
 from skills.results import EvalResult, Mode  # noqa: E402
 
@@ -86,8 +85,7 @@ def _gib(n: int | None) -> float | None:
     return n / GIB if n is not None else None
 
 
-def row_of(f: Path, r: EvalResult, wall: float, peaks: dict[str, int] | None, device_peak: int | None,
-           n_sets: int) -> dict[str, Any]:
+def row_of(f: Path, r: EvalResult, wall: float, n_sets: int) -> dict[str, Any]:
     plan_judge, plan_cand = plan_of(f, n_sets)
     return {
         "problem": name_of(f), "mode": r.mode, "gradable": bool(r.correct and not r.flags and r.error is None),
@@ -96,8 +94,6 @@ def row_of(f: Path, r: EvalResult, wall: float, peaks: dict[str, int] | None, de
         "flags": [fl.name for fl in r.flags], "wall_s": round(wall, 2),
         "judge_gib": _gib(r.memory.judge_bytes) if r.memory else None,
         "candidate_gib": _gib(r.memory.candidate_bytes) if r.memory else None,
-        "by_cmdline_gib": {k: v / GIB for k, v in peaks.items()} if peaks else None,
-        "device_gib": device_peak / GIB if device_peak is not None else None,
         "plan_judge_gib": plan_judge, "plan_candidate_gib": plan_cand,
         "speedup_eager": next((s.value for s in r.speedups if s.baseline == "eager"), None),
         "timed_calls": r.candidate.calls if r.candidate else None,
@@ -114,21 +110,12 @@ def workspace(f: Path, tmp: Path) -> Path:
     return ws
 
 
-async def grade(f: Path, cfg: EvalConfig, tmp: Path, nvml: Nvml | None,
-                mode: Mode) -> tuple[EvalResult, float, dict[str, int] | None, int | None]:
+async def grade(f: Path, cfg: EvalConfig, tmp: Path, mode: Mode) -> tuple[EvalResult, float]:
+    """One evaluation and its wall seconds (its memory peaks are the evaluator's: EvalResult.memory)."""
     ws = workspace(f, tmp)
-    cache = JsonBaselineCache(ws / "baselines.json")
     t = time.perf_counter()
-    if nvml is None:
-        r = await evaluate(f, ws, mode=mode, config=cfg, baseline_cache=cache)
-        return r, time.perf_counter() - t, None, None
-    with MemorySampler(nvml) as s:
-        r = await evaluate(f, ws, mode=mode, config=cfg, baseline_cache=cache)
-    peaks: dict[str, int] = {}
-    for pid, used in s.by_pid.items():
-        role = role_of(pid)
-        peaks[role] = max(peaks.get(role, 0), used)
-    return r, time.perf_counter() - t, peaks, s.device - s.base
+    r = await evaluate(f, ws, mode=mode, config=cfg, baseline_cache=JsonBaselineCache(ws / "baselines.json"))
+    return r, time.perf_counter() - t
 
 
 def _memory_fault(row: dict[str, Any]) -> bool:
@@ -138,13 +125,12 @@ def _memory_fault(row: dict[str, Any]) -> bool:
 
 async def run_all(files: list[Path], args: argparse.Namespace, rows: dict[str, dict[str, Any]], out: str) -> None:
     cfg = config(args)
-    nvml = Nvml.open() if args.backend == "cuda" and args.jobs == 1 else None  # per-process peaks need one at a time
     limiter = anyio.CapacityLimiter(args.jobs)
 
     async def one(f: Path, alone: bool) -> None:
         async with limiter:
-            r, wall, peaks, dev = await grade(f, cfg, tmp, nvml if alone or args.jobs == 1 else None, args.mode)
-        row = row_of(f, r, wall, peaks, dev, cfg.n_sets + 1)
+            r, wall = await grade(f, cfg, tmp, args.mode)
+        row = row_of(f, r, wall, cfg.n_sets + 1)
         row["ran_alone"] = alone or args.jobs == 1
         rows[row["problem"]] = row
         status = "ok" if row["gradable"] else f"NOT GRADABLE ({row['stage']}: {(row['error'] or row['environment_fault'] or ','.join(row['flags']))[:120]})"
@@ -158,7 +144,6 @@ async def run_all(files: list[Path], args: argparse.Namespace, rows: dict[str, d
             for f in files:
                 tg.start_soon(one, f, False)
         if args.jobs > 1:  # what failed for memory beside others gets the GPU to itself
-            nvml = Nvml.open() if args.backend == "cuda" else None
             for f in files:
                 if _memory_fault(rows[name_of(f)]):
                     await one(f, True)

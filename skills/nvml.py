@@ -3,7 +3,7 @@ the parent around an evaluation's calls.
 
 NVML reports the memory each process holds on the device (its CUDA context, torch's caching
 allocator, IPC mappings it created), whatever the process itself claims; the parent's sampler
-keeps the peak per process and of the whole device. Where NVML cannot be loaded (no driver, the
+keeps the peak of each worker's process tree. Where NVML cannot be loaded (no driver, the
 CPU backend) `Nvml.open()` returns None and callers record "not measured" (None)."""
 
 from __future__ import annotations
@@ -25,12 +25,8 @@ class _Proc(ctypes.Structure):
                 ("gpu_instance", ctypes.c_uint), ("compute_instance", ctypes.c_uint)]
 
 
-class _Memory(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
-
-
 class Nvml:
-    """One device's handle: per-process and whole-device memory in bytes."""
+    """One device's handle: the memory each process holds there, in bytes."""
 
     def __init__(self, lib: ctypes.CDLL, handle: ctypes.c_void_p) -> None:
         self.lib = lib
@@ -63,29 +59,18 @@ class Nvml:
             return {}
         return {int(infos[i].pid): int(infos[i].used) for i in range(count.value)}
 
-    def used(self) -> int:
-        """Bytes in use on the whole device."""
-        mem = _Memory()
-        if self.lib.nvmlDeviceGetMemoryInfo(self.handle, ctypes.byref(mem)) != 0:
-            return 0
-        return int(mem.used)
-
 
 class MemorySampler:
-    """Peak memory per process and of the device, sampled every `period_s` in a thread while held:
+    """Samples every `period_s` in a thread while held, for the process trees it watches:
 
-        with MemorySampler(nvml) as peaks: ... ;  peaks.by_pid, peaks.device
+        sampler = MemorySampler(nvml).__enter__();  tree = sampler.watch({"judge": pid});  tree.peaks
     """
 
     def __init__(self, nvml: Nvml, period_s: float = 0.01) -> None:
         self.nvml = nvml
         self.period_s = period_s
-        self.by_pid: dict[int, int] = {}
         self.trees: list[TreePeaks] = []
-        """Process trees whose peaks this sampler also keeps (watch())."""
-        self.device = 0
-        self.base = 0
-        """Device bytes in use when sampling began (other processes' share)."""
+        """Process trees whose peaks this sampler keeps (watch())."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpu-memory-sampler", daemon=True)
 
@@ -97,11 +82,8 @@ class MemorySampler:
 
     def _sample(self) -> None:
         samples = self.nvml.processes()
-        for pid, used in samples.items():
-            self.by_pid[pid] = max(self.by_pid.get(pid, 0), used)
         for tree in list(self.trees):
             tree.add(samples)
-        self.device = max(self.device, self.nvml.used())
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -109,7 +91,6 @@ class MemorySampler:
             time.sleep(self.period_s)
 
     def __enter__(self) -> MemorySampler:
-        self.base = self.nvml.used()
         self._thread.start()
         return self
 
@@ -146,16 +127,3 @@ class TreePeaks:
                 now[name] = now.get(name, 0) + used
         for name, used in now.items():
             self.peaks[name] = max(self.peaks.get(name, 0), used)
-
-
-def role_of(pid: int) -> str:
-    """judge / candidate / other, from the process's command line (the harness module it runs)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmd = f.read()
-    except OSError:
-        return "other"
-    for role in ("judge", "candidate"):
-        if f"skills.harness.{role}".encode() in cmd:
-            return role
-    return "other"
