@@ -41,7 +41,7 @@ from runtime.bench_report import render
 from runtime.bench_rows import (
     BenchFile,
     BenchRow,
-    BenchSession,
+    BenchInvocation,
     fault_row,
     missing_row,
     row_from_result,
@@ -83,7 +83,7 @@ class Results:
         self.rank = {p.id: i for i, p in enumerate(order)}
         self.rows = {r.key: r for r in bench.rows}
         self.lock = anyio.Lock()
-        self.session: BenchSession | None = None
+        self.invocation: BenchInvocation | None = None
 
     def done(self, job: Job, *, retry_faults: bool) -> bool:
         row = self.rows.get((job.problem.id, job.attempt))
@@ -91,21 +91,21 @@ class Results:
 
     async def add(self, row: BenchRow) -> None:
         async with self.lock:
-            if self.session is not None:
-                self.session.seconds = time.time() - self.session.started
+            if self.invocation is not None:
+                self.invocation.seconds = time.time() - self.invocation.started
             self.rows[row.key] = row
             self.bench.rows = sorted(self.rows.values(), key=lambda r: (self.rank.get(r.problem_id, len(self.rank)),
                                                                         r.problem, r.attempt))
             await anyio.to_thread.run_sync(write_results, self.out, self.bench)
 
-    def start(self, session: BenchSession) -> None:
-        self.session = session
-        self.bench.run.sessions.append(session)
+    def start(self, invocation: BenchInvocation) -> None:
+        self.invocation = invocation
+        self.bench.run.invocations.append(invocation)
 
     def finish(self) -> tuple[Path, Path | None]:
-        """results.json (the session's end), table.md and speedup.png (None when nothing passed and was timed)."""
-        if self.session is not None:
-            self.session.seconds = time.time() - self.session.started
+        """results.json (the invocation's end), table.md and speedup.png (None when nothing passed and was timed)."""
+        if self.invocation is not None:
+            self.invocation.seconds = time.time() - self.invocation.started
         write_results(self.out, self.bench)
         table = self.out / TABLE
         table.write_text(render(self.bench), encoding="utf-8")

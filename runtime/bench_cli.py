@@ -30,7 +30,7 @@ from runtime.bench_rows import (
     BenchFile,
     BenchRow,
     BenchRun,
-    BenchSession,
+    BenchInvocation,
     SourceKind,
     read_results,
     run_header,
@@ -184,10 +184,10 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
     gpus = ([g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else sched.gpus or visible_gpus()) \
         if sched.backend == "cuda" else []
     slots = EvalSlots(eval_devices(sched, gpus))
-    session = BenchSession(started=time.time(), slots=[d or "cpu" for d in slots.devices], jobs=len(jobs),
+    invocation = BenchInvocation(started=time.time(), slots=[d or "cpu" for d in slots.devices], jobs=len(jobs),
                            driver=driver_version() if sched.backend == "cuda" else None)
     if jobs:
-        results.start(session)
+        results.start(invocation)
     compile_limiter = anyio.CapacityLimiter(sched.compile_workers or os.cpu_count() or 1)
     with progress(len(jobs), disable=args.no_progress) as bar:
         async with AsyncExitStack() as stack:
@@ -202,7 +202,7 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
                 if source == "reference_model":
                     jobs = reference_model_jobs(jobs, Path(stack.enter_context(_tmpdir())))
                 bar.builds(len(grader.inline_jobs(jobs)))
-                session.prebuild_seconds = await grader.prebuild(jobs, bar.built)
+                invocation.prebuild_seconds = await grader.prebuild(jobs, bar.built)
                 grade, limit = grader.grade, len(jobs)
             await warm_pools(stack, slots, cfg, sched.warm_workers and bool(jobs) and not args.daemon)
             await run_jobs(jobs, grade=grade, results=results, on_row=bar.row, limit=limit)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from runtime.bench_rows import BenchFile, BenchSession
+from runtime.bench_rows import BenchFile, BenchInvocation
 from runtime.bench_stats import FAST_P, Comparison, LevelStats, table
 
 
@@ -52,12 +52,12 @@ def pass_at_table(lines: Sequence[LevelStats]) -> list[str]:
     return out
 
 
-def _session(i: int, s: BenchSession) -> str:
+def _invocation(i: int, s: BenchInvocation) -> str:
     took = f"{s.seconds:.0f} s" if s.seconds is not None else "did not finish"
     ahead = f" (load_inline builds ahead: {s.prebuild_seconds:.0f} s)" if s.prebuild_seconds is not None else ""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(s.started))
     driver = f", driver {s.driver}" if s.driver else ""
-    return (f"- session {i + 1} ({when}): {s.jobs} rows on {len(s.slots)} slot(s) [{', '.join(s.slots)}]{driver}"
+    return (f"- invocation {i + 1} ({when}): {s.jobs} rows on {len(s.slots)} slot(s) [{', '.join(s.slots)}]{driver}"
             f" in {took}{ahead}")
 
 
@@ -74,7 +74,7 @@ def render(bench: BenchFile) -> str:
            f"- backend {run.backend}; device {', '.join(gpus) or 'cpu'}; torch {', '.join(torches) or '?'};"
            f" Python {run.python}; kagent {run.kagent_commit or '?'}; host {run.host}",
            f"- {run.attempts} attempt(s) per problem; command: `{run.command}`",
-           *[_session(i, s) for i, s in enumerate(run.sessions)],
+           *[_invocation(i, s) for i, s in enumerate(run.invocations)],
            "- pass: compiled, correct and unflagged, over graded rows (faults are not graded; a missing"
            " solution is a failure). faster than: judged on the speedup's 95% interval with the reward's"
            " margin. geomean: over passed, timed rows. fast_p: passed with speedup > p, over graded rows.",

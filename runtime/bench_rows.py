@@ -23,7 +23,7 @@ RESULTS = "results.json"
 CSV = "results.csv"
 
 
-class BenchSession(msgspec.Struct, kw_only=True):
+class BenchInvocation(msgspec.Struct, kw_only=True):
     """One invocation of `kagent bench` on a results folder (a resumed run has several)."""
 
     started: float
@@ -63,7 +63,7 @@ class BenchRun(msgspec.Struct, kw_only=True):
     """Host name."""
     kagent_commit: str | None
     """git commit of the kagent checkout (None outside a git checkout)."""
-    sessions: list[BenchSession] = msgspec.field(default_factory=list)
+    invocations: list[BenchInvocation] = msgspec.field(default_factory=list)
     """Every invocation that added rows, first to last."""
 
 

@@ -131,12 +131,12 @@ def test_a_rerun_keeps_every_row_and_grades_only_what_is_new(graded: Path, solut
     assert {k: after[k] for k in before} == before  # same rows, same seconds: nothing was graded again
     assert after["level1/05_reverse_cumsum"]["missing"]
     bench = read_results(graded)
-    assert bench is not None and [s.jobs for s in bench.run.sessions] == [4, 1]
+    assert bench is not None and [s.jobs for s in bench.run.invocations] == [4, 1]
     # --retry-faults grades the fault row again, and only it.
     assert main(["bench", str(problems), str(extra), "--solutions", str(sol), "--out", str(graded), "--retry-faults",
                  *QUICK]) == 0
     bench = read_results(graded)
-    assert bench is not None and [s.jobs for s in bench.run.sessions] == [4, 1, 1]
+    assert bench is not None and [s.jobs for s in bench.run.invocations] == [4, 1, 1]
     assert {k: v for k, v in _rows(graded).items() if k != "level1/99_huge_relu"} == \
         {k: v for k, v in after.items() if k != "level1/99_huge_relu"}
     # Another source cannot be resumed into the same folder.
@@ -199,7 +199,7 @@ def test_a_load_inline_file_is_built_ahead_and_its_final_evaluation_reuses_the_b
     assert row.compiled and row.correct and row.fault is None, row
     assert row.prebuild_seconds is not None and row.extension_cache_hit
     bench = read_results(out)
-    assert bench is not None and bench.run.sessions[-1].prebuild_seconds is not None
+    assert bench is not None and bench.run.invocations[-1].prebuild_seconds is not None
 
 
 SCRIPT = [json.loads((ROOT / "runtime" / "scripts" / "cpu_relu.json").read_text())["turns"][1],
