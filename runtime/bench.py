@@ -40,8 +40,8 @@ from runtime.bench_plot import PLOT, plot
 from runtime.bench_report import render
 from runtime.bench_rows import (
     BenchFile,
-    BenchRow,
     BenchInvocation,
+    BenchRow,
     fault_row,
     missing_row,
     row_from_result,

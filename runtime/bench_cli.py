@@ -28,9 +28,9 @@ from runtime.bench import (
 )
 from runtime.bench_rows import (
     BenchFile,
+    BenchInvocation,
     BenchRow,
     BenchRun,
-    BenchInvocation,
     SourceKind,
     read_results,
     run_header,
