@@ -24,6 +24,7 @@ import re
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from benchmarks.common import RESULTS, environment, table, write_result  # noqa:
 from runtime.bench_sources import reference_model_source  # noqa: E402
 from skills.baselines import JsonBaselineCache  # noqa: E402
 from skills.build import BuildConfig  # noqa: E402
-from skills.evaluate import EvalConfig, evaluate  # noqa: E402
+from skills.evaluate import EvalConfig, WarmPool, evaluate  # noqa: E402
 from skills.harness.protocol import TimingConfig  # noqa: E402
 from skills.paired import PairedConfig  # noqa: E402
 from skills.results import EvalResult, Mode  # noqa: E402
@@ -110,11 +111,13 @@ def workspace(f: Path, tmp: Path) -> Path:
     return ws
 
 
-async def grade(f: Path, cfg: EvalConfig, tmp: Path, mode: Mode) -> tuple[EvalResult, float]:
+async def grade(f: Path, cfg: EvalConfig, tmp: Path, mode: Mode,
+                pool: WarmPool | None = None) -> tuple[EvalResult, float]:
     """One evaluation and its wall seconds (its memory peaks are the evaluator's: EvalResult.memory)."""
     ws = workspace(f, tmp)
     t = time.perf_counter()
-    r = await evaluate(f, ws, mode=mode, config=cfg, baseline_cache=JsonBaselineCache(ws / "baselines.json"))
+    r = await evaluate(f, ws, mode=mode, config=cfg, baseline_cache=JsonBaselineCache(ws / "baselines.json"),
+                       pool=pool)
     return r, time.perf_counter() - t
 
 
@@ -129,7 +132,7 @@ async def run_all(files: list[Path], args: argparse.Namespace, rows: dict[str, d
 
     async def one(f: Path, alone: bool) -> None:
         async with limiter:
-            r, wall = await grade(f, cfg, tmp, args.mode)
+            r, wall = await grade(f, cfg, tmp, args.mode, pool)
         row = row_of(f, r, wall, cfg.n_sets + 1)
         row["ran_alone"] = alone or args.jobs == 1
         rows[row["problem"]] = row
@@ -138,11 +141,18 @@ async def run_all(files: list[Path], args: argparse.Namespace, rows: dict[str, d
         write(rows, args, out)
 
     done = {n for n in rows}
+    pool: WarmPool | None = None
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        async with anyio.create_task_group() as tg:
-            for f in files:
-                tg.start_soon(one, f, False)
+        async with AsyncExitStack() as stack:
+            if args.pool:
+                # The next problem's workers start (interpreter, torch import) while this one is graded;
+                # their CUDA comes up only outside timed loops (WarmPool.quiet). Each slot serves one problem.
+                pool = await stack.enter_async_context(WarmPool(cfg, size=args.jobs))
+            async with anyio.create_task_group() as tg:
+                for f in files:
+                    tg.start_soon(one, f, False)
+        pool = None  # closed: its warm slots no longer hold GPU memory
         if args.jobs > 1:  # what failed for memory beside others gets the GPU to itself
             for f in files:
                 if _memory_fault(rows[name_of(f)]):
@@ -192,6 +202,9 @@ def main() -> None:
     ap.add_argument("--held-sets", type=int, default=None,
                     help="regular sets the judge holds (EvalConfig.held_sets; 1: stream the rest): a probe of whether"
                          " the judge's own memory changes how its eager baseline times")
+    ap.add_argument("--no-pool", dest="pool", action="store_false",
+                    help="start each problem's workers cold (default: a warm pool starts the next problem's workers"
+                         " while one is graded; each slot still serves one problem)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N problems (0: all)")
     ap.add_argument("--resume", type=Path, default=None, help="a previous JSON: its rows are kept, its problems skipped")
     ap.add_argument("--out", default="kernelbench")
