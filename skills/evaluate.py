@@ -29,7 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Literal, TypeVar, cast, get_args
@@ -74,7 +74,7 @@ from skills.sandbox import (
 )
 from skills.sandbox import active as sandbox_active
 from skills.sandbox import wrap as sandbox_wrap
-from skills.schedstat import worker_pid
+from skills.schedstat import TreeClock, cpu_between, worker_pid
 from skills.static_check import check_workspace
 from skills.stats import coefficient_of_variation, median_interval
 from skills.workers import Worker, WorkerFailed
@@ -729,13 +729,19 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
     timing and raw samples."""
     cfg = state.config
     async with state.quiet():
-        before = await _yardstick(judge, cand, nonce, cfg)
         pid = await anyio.to_thread.run_sync(worker_pid, cand.proc.pid)
-        await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
+        clock = TreeClock.open(pid)  # the candidate's threads while the judge measures alone
+        try:
+            watch = _Idle(clock, pid)
+            before = await watch.around(_yardstick(judge, cand, nonce, cfg))
+            await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
                                        profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0,
                                        candidate_pid=pid))
-        timed, marks = await cand.marked(_from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
-        after = await _yardstick(judge, cand, nonce, cfg)  # the machine's load may have changed meanwhile
+            timed, marks = await cand.marked(_from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
+            after = await watch.around(_yardstick(judge, cand, nonce, cfg))  # the load may have changed meanwhile
+        finally:
+            if clock is not None:
+                clock.close()
     for k, v in timed.seconds.items():
         state.times.parts[f"judge {k}"] = state.times.parts.get(f"judge {k}", 0.0) + v
     result = _timing_result(timed.samples)
@@ -748,7 +754,8 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
     flags = (timed.flags + checked_calls_flags(timed) + sync_check(timed.samples)
              + floor_check(result, ready.read_bytes, cfg)
              + clock_check(timed, own if marks is not None else None, cfg.timing.lead_us if device == "cuda" else 0.0,
-                           [before, after], HANDOFF_SLACK_US[device]))
+                           [before, after], HANDOFF_SLACK_US[device], backend=device)
+             + background_check(timed) + watch.check())
     state.add_flags(flags)
     return result, timed.samples
 
@@ -762,6 +769,33 @@ async def _from_judge(judge: Worker, cand: Worker, kind: type[T], limit_s: float
         if exc.worker != "candidate" or not exc.gone:
             raise
         raise await cand.died(f"while {what}") from None
+
+
+class _Idle:
+    """The CPU of the candidate's other threads while the judge measures its yardsticks alone: the
+    candidate has nothing to do then, and threads of its that spin there make the yardsticks (and
+    so the bound on its time around each call) grow."""
+
+    def __init__(self, clock: TreeClock | None, pid: int | None) -> None:
+        self.clock, self.pid = clock, pid
+        self.cpu_ns = self.wall_ns = 0
+
+    async def around(self, work: Awaitable[T]) -> T:
+        a = self.clock.sample() if self.clock is not None else None
+        out = await work
+        b = self.clock.sample() if self.clock is not None else None
+        if a is not None and b is not None:
+            self.cpu_ns += cpu_between(a, b, main=self.pid)
+            self.wall_ns += b.t_ns - a.t_ns
+        return out
+
+    def check(self) -> list[Flag]:
+        cpu, wall = self.cpu_ns / 1e3, self.wall_ns / 1e3
+        if cpu > max(BACKGROUND_MIN_US, BACKGROUND_FRACTION * wall):
+            return [Flag(name="background_work", detail=(
+                f"the candidate's other threads used {cpu / 1e3:.1f} ms of CPU in {wall / 1e3:.1f} ms while the"
+                " evaluator measured its own overheads between the calls: work must run inside forward"))]
+        return []
 
 
 async def _yardstick(judge: Worker, cand: Worker, nonce: str, cfg: EvalConfig) -> P.YardstickReport:
@@ -1035,8 +1069,71 @@ def mark_windows(marks: list[Mark], n: int) -> tuple[list[float], list[float]] |
             [(starts[i + 1] - ends[i]) / 1e3 for i in range(n - 1)])
 
 
+OWN_THREADS_CUDA_FRACTION = 0.1
+OWN_THREADS_CUDA_US = 100.0
+"""On cuda the candidate's other threads have nothing to compute: what they may use inside a
+call's window before their CPU stops the main thread's wait being excused (the driver's threads)."""
+
+
+def own_threads_allowance(window_us: float, backend: str, cores: int) -> float:
+    """CPU (us) the candidate's other threads may have used inside one call's window: on the cpu,
+    OpenMP workers on every other core it may use for the whole window; on cuda, a little."""
+    if backend == "cpu":
+        return max(0, cores - 1) * window_us
+    return OWN_THREADS_CUDA_FRACTION * window_us + OWN_THREADS_CUDA_US
+
+
+def excused_waits(timed: P.TimeReport, windows: list[float], backend: str) -> list[float]:
+    """Per timed call, the run-queue wait (us) of the candidate's main thread that the clock checks
+    take off as the host's: the kernel's count, less the CPU its own other threads used beyond what
+    they could have used inside the window (own_threads_allowance; threads that came and went, read
+    from the process's total, are spread over the calls). The main thread only waits when every
+    core it may use is busy: with other work on the host that is the host's doing, but a candidate
+    that keeps its own threads spinning while a helper does the call's work outside the window makes
+    its main thread wait too, and that wait is its own."""
+    th = timed.threads
+    n = len(windows)
+    if th is None or len(th.waited_ns) != n or len(th.others_ns) != n or n == 0:
+        return [0.0] * n
+    unseen = th.unseen_ns / 1e3 / n
+    return [max(0.0, q / 1e3 - max(0.0, o / 1e3 + unseen - own_threads_allowance(w, backend, th.cores)))
+            for q, o, w in zip(th.waited_ns, th.others_ns, windows, strict=True)]
+
+
+BACKGROUND_FRACTION = 0.25
+BACKGROUND_MIN_US = 5000.0
+"""The candidate's other threads may use this share of the time between timed calls (and at least
+this much CPU in all) before that counts as work outside forward: honest ones sleep there."""
+UNSEEN_MIN_US = 30_000.0
+UNSEEN_FRACTION = 0.1
+"""CPU that no live thread accounts for (threads that came and went) beyond this much and this
+share of the process's CPU: the root's utime + stime come in clock ticks (10 ms), twice."""
+
+
+def background_check(timed: P.TimeReport) -> list[Flag]:
+    """Row 30: threads of the candidate's that work when no call is running, read from /proc by the
+    judge: CPU between the calls (spinners that keep the machine busy, so the judge's yardsticks
+    and the candidate's waits grow), and CPU of threads that exited before the judge could see
+    them (a fresh thread per call)."""
+    th = timed.threads
+    if th is None:
+        return []
+    idle_cpu, idle = th.idle_cpu_ns / 1e3, th.idle_ns / 1e3
+    if idle_cpu > max(BACKGROUND_MIN_US, BACKGROUND_FRACTION * idle):
+        return [Flag(name="background_work", detail=(
+            f"the candidate's other threads used {idle_cpu / 1e3:.1f} ms of CPU between the timed calls, in"
+            f" {idle / 1e3:.1f} ms when no call was running: work must run inside forward, on its caller's thread"
+            " or on threads that finish with the call"))]
+    if th.unseen_ns / 1e3 > UNSEEN_MIN_US + UNSEEN_FRACTION * th.cpu_ns / 1e3:
+        return [Flag(name="background_work", detail=(
+            f"threads that started and exited during the timed loop used {th.unseen_ns / 1e6:.0f} ms of CPU"
+            f" ({th.unseen_ns / max(1, th.cpu_ns):.0%} of the candidate's): start worker threads once, at init"))]
+    return []
+
+
 def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
-                yardsticks: list[P.YardstickReport], slack_us: float = HANDOFF_SLACK_US["cuda"]) -> list[Flag]:
+                yardsticks: list[P.YardstickReport], slack_us: float = HANDOFF_SLACK_US["cuda"],
+                backend: str = "cuda") -> list[Flag]:
     """Row 4: the candidate reads its clock in its own process, where code that got past the static
     checks can replace it. Each timed call marks its start and end on a socket the kernel stamps
     (skills/marks.py): on the median call the reported (judged) time may fall short of that window
@@ -1060,8 +1157,9 @@ def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
     windows = [(e - s) / 1e3 for s, e in zip(starts, ends, strict=True)]
     window = statistics.median(windows)
     # Time the candidate waited for a CPU (the kernel's count, per call) is the host's, not work
-    # it moved or hid: it comes off what the checks below compare. Never below zero.
-    waited = [w / 1e3 for w in timed.waited_ns] if len(timed.waited_ns) == n else [0.0] * n
+    # it moved or hid, unless its own threads kept the cores busy: what is excused comes off what
+    # the checks below compare. Never below zero.
+    waited = excused_waits(timed, windows, backend)
     excess = statistics.median(w - e - min(q, max(0.0, w - e)) for w, e, q in zip(windows, samples.per_call_us, waited, strict=True))
     # The stamps bracket the clock reads, so a real window is never shorter than its reported time,
     # and the marks together span at least the sum of the reported times: marks sent on their own,

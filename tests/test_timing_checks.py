@@ -10,11 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-from skills.evaluate import clock_check
+from skills.evaluate import background_check, clock_check
 from skills.harness import protocol as P
 from skills.marks import ENV as MARK_ENV
 from skills.marks import Mark, MarkSocket
-from skills.schedstat import run_delay_ns, worker_pid
+from skills.schedstat import TreeClock, cpu_between, run_delay_ns, worker_pid
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,25 +111,126 @@ def test_work_moved_out_of_the_window_is_flagged() -> None:
     assert clock_check(samples, marks, 0.0, _yard()) == []
 
 
+def _threads(n: int, waited_us: float, others_us: float = 0.0, cores: int = 2, **kw: int) -> P.ThreadReport:
+    fields = {"idle_cpu_ns": 0, "idle_ns": 10_000_000, "unseen_ns": 0, "cpu_ns": 50_000_000, "threads": 3} | kw
+    return P.ThreadReport(waited_ns=[int(waited_us * 1e3)] * n, others_ns=[int(others_us * 1e3)] * n, cores=cores, **fields)
+
+
 def test_time_spent_waiting_for_a_cpu_is_the_hosts() -> None:
     """On a busy host the candidate is descheduled around its calls: the kernel's count of its wait
-    on a run queue (TimeReport.waited_ns) comes off the time around each call and off its window,
+    on a run queue (ThreadReport.waited_ns) comes off the time around each call and off its window,
     so load is not read as moved work or a tampered clock; work really moved still is."""
     # 5 ms before each start mark, all of it spent runnable but not running: the host's
     samples, marks = _marked([10.0] * 60, [20.0] * 60, before_us=5080.0)
-    samples.waited_ns = [5_000_000] * 60
+    samples.threads = _threads(60, 5000.0)
     assert clock_check(samples, marks, 0.0, _yard()) == []
     # the same 5 ms, of which the candidate waited 1 ms: 4 ms of work moved out of the call
-    samples.waited_ns = [1_000_000] * 60
+    samples.threads = _threads(60, 1000.0)
     assert [f.name for f in clock_check(samples, marks, 0.0, _yard())] == ["timer_tampering"]
     # a window 3 ms longer than the reported time, the candidate descheduled 3 ms inside it
     samples, marks = _marked([100.0] * 60, [3100.0] * 60)
     assert [f.name for f in clock_check(samples, marks, 0.0, _yard())] == ["timer_tampering"]
-    samples.waited_ns = [3_000_000] * 60
+    samples.threads = _threads(60, 3000.0)
     assert clock_check(samples, marks, 0.0, _yard()) == []
     # no count for every call (not readable there): nothing comes off
-    samples.waited_ns = [3_000_000] * 30
+    samples.threads = _threads(30, 3000.0)
     assert [f.name for f in clock_check(samples, marks, 0.0, _yard())] == ["timer_tampering"]
+
+
+def test_a_wait_the_candidates_own_threads_caused_is_not_excused() -> None:
+    """The main thread waits for a CPU only while every core it may use is busy. A candidate that
+    keeps its own threads spinning while a helper does the call's work before the start mark makes
+    it wait too; the CPU its other threads used beyond what they could have used inside the window
+    (OpenMP workers on its other cores on the cpu) then comes off the excuse. Honest OpenMP work
+    inside the window keeps it."""
+    # the cheat on 2 cores: 5 ms before each start mark, the main thread runnable but waiting
+    # 4.5 ms of it, while its spinners and the helper used 9.5 ms of CPU; the window is 20 us
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, before_us=5080.0)
+    samples.threads = _threads(60, 4500.0, others_us=9500.0, cores=2)
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu")] == ["timer_tampering"]
+    # the same, with threads that start and exit within each call (seen only in the process's total)
+    samples.threads = _threads(60, 4500.0, others_us=0.0, cores=2, unseen_ns=60 * 9_500_000, cpu_ns=60 * 10_000_000)
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu")] == ["timer_tampering"]
+    # honest OpenMP on a busy 2-core host: a 10 ms window whose worker used 10 ms, and 5 ms of
+    # waiting for a CPU before the start mark (other work on the host): excused
+    samples, marks = _marked([10_000.0] * 60, [10_010.0] * 60, before_us=5080.0)
+    samples.threads = _threads(60, 5000.0, others_us=10_000.0, cores=2)
+    assert clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu") == []
+    # on cuda the other threads have nothing to compute: the same CPU is not excused there
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 500.0, backend="cuda")] == ["timer_tampering"]
+    samples.threads = _threads(60, 5000.0, others_us=200.0, cores=16)  # the driver's threads: a little
+    assert clock_check(samples, marks, 0.0, _yard(), 500.0, backend="cuda") == []
+
+
+def test_threads_working_between_the_calls_are_flagged() -> None:
+    """Between two timed calls the candidate has nothing to do; its other threads sleep there.
+    Spinners (which make the judge's yardsticks and the candidate's waits grow) and threads that
+    come and go within the loop are work outside forward."""
+    samples, _ = _marked([100.0] * 60, [110.0] * 60)
+    samples.threads = _threads(60, 0.0, idle_ns=60_000_000, idle_cpu_ns=1_000_000)  # honest: a little
+    assert background_check(samples) == []
+    samples.threads = _threads(60, 0.0, idle_ns=60_000_000, idle_cpu_ns=55_000_000)  # a thread spinning
+    flags = background_check(samples)
+    assert [f.name for f in flags] == ["background_work"] and "between the timed calls" in flags[0].detail
+    samples.threads = _threads(60, 0.0, unseen_ns=80_000_000, cpu_ns=100_000_000)  # a fresh thread per call
+    flags = background_check(samples)
+    assert [f.name for f in flags] == ["background_work"] and "started and exited" in flags[0].detail
+    samples.threads = _threads(60, 0.0, unseen_ns=20_000_000, cpu_ns=100_000_000)  # clock-tick rounding
+    assert background_check(samples) == []
+    samples.threads = None  # not readable here: nothing to say
+    assert background_check(samples) == []
+
+
+def test_a_process_trees_threads_are_read_from_outside() -> None:
+    """TreeClock reads every task of a tree (a forked child's too) from /proc: a spinning thread's
+    CPU shows in the other threads' sum, and a thread that exited only in the process's total."""
+    script = """
+import os, sys, threading, time
+def spin(s):
+    t = time.perf_counter()
+    while time.perf_counter() - t < s:
+        pass
+sys.stdin.readline()
+threading.Thread(target=spin, args=(0.9,)).start()  # lives through the next read: seen per task
+sys.stdin.readline()
+t = threading.Thread(target=spin, args=(0.3,)); t.start(); t.join()  # exits: only in the total
+if os.fork() == 0:  # a child process spinning
+    spin(0.3)
+    os._exit(0)
+sys.stdin.readline()
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, text=True)
+    assert proc.stdin is not None
+    try:
+        clock = TreeClock.open(proc.pid)
+        assert clock is not None
+        a = clock.sample()
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        time.sleep(0.4)
+        b = clock.sample()
+        assert a is not None and b is not None
+        assert cpu_between(a, b, main=proc.pid) >= 50_000_000, (a, b)  # the live thread (load may slow it)
+        assert len(b.tasks) >= 2 and b.process_ns is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        time.sleep(0.15)
+        c = clock.sample()
+        deadline = time.monotonic() + 5
+        while c is not None and not any(k[0] != proc.pid for k in c.tasks) and time.monotonic() < deadline:
+            time.sleep(0.02)
+            c = clock.sample()
+        assert c is not None and any(k[0] != proc.pid for k in c.tasks), c  # the forked child's task
+        time.sleep(0.3)
+        d = clock.sample()
+        assert d is not None and d.process_ns is not None and b.process_ns is not None
+        seen = cpu_between(b, d, only=proc.pid)
+        assert d.process_ns - b.process_ns >= seen + 50_000_000 - 20_000_000  # the exited thread's CPU
+        clock.close()
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
 
 
 def test_the_candidates_process_is_found_and_its_waits_read() -> None:

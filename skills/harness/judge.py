@@ -40,7 +40,7 @@ from skills.harness.memory import too_big
 from skills.harness.timing import Loop, Parts, calls_for, now_ns, within_budget
 from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
 from skills.results import Flag, SetResult, dedupe_flags
-from skills.schedstat import run_delay_ns
+from skills.schedstat import TreeClock, TreeSample, cpu_between
 
 
 def set_precision(precision: str) -> None:
@@ -98,6 +98,65 @@ def _peak(ref: Reference) -> float:
     for lo in range(0, ref.r.numel(), CHUNK):
         peak = max(peak, float(ref.r64_of(lo, lo + CHUNK).abs().nan_to_num(0.0).max()))
     return peak
+
+
+class _OwnCpu:
+    """What the candidate's threads did around each timed call, read by the judge from /proc (the
+    candidate cannot change the kernel's counts): its main thread's run-queue wait and its other
+    threads' CPU from the request to the answer, and that CPU between calls, when it has nothing
+    to do (P.ThreadReport). Its main thread's own work between calls (freeing an output) is the
+    harness's, and counts nowhere."""
+
+    def __init__(self, clock: TreeClock | None, pid: int | None) -> None:
+        self.clock, self.pid = clock, pid
+        self.first = self.prev = clock.sample() if clock is not None else None
+        self.start: TreeSample | None = None
+        self.waited: list[int] = []
+        self.others: list[int] = []
+        self.idle_cpu = self.idle_ns = self.seen_root = 0
+        self.threads = len(self.first.tasks) if self.first else 0
+        self.ok = self.first is not None
+
+    def before(self) -> None:
+        if not self.ok or self.clock is None or self.prev is None:
+            return
+        s = self.clock.sample()
+        if s is None:
+            self.ok = False
+            return
+        self.idle_cpu += cpu_between(self.prev, s, main=self.pid)
+        self.idle_ns += s.t_ns - self.prev.t_ns
+        self.seen_root += cpu_between(self.prev, s, only=self.pid)
+        self.start = s
+
+    def after(self) -> None:
+        if not self.ok or self.clock is None or self.start is None:
+            return
+        s = self.clock.sample()
+        if s is None:
+            self.ok = False
+            return
+        self.waited.append(max(0, s.main_wait_ns - self.start.main_wait_ns))
+        self.others.append(cpu_between(self.start, s, main=self.pid))
+        self.seen_root += cpu_between(self.start, s, only=self.pid)
+        self.threads = max(self.threads, len(s.tasks))
+        self.prev = s
+
+    def close(self) -> None:
+        if self.clock is not None:
+            self.clock.close()
+
+    def report(self) -> P.ThreadReport | None:
+        if not self.ok or self.first is None or self.prev is None or not self.waited:
+            return None
+        total = (self.prev.process_ns - self.first.process_ns
+                 if self.prev.process_ns is not None and self.first.process_ns is not None else None)
+        cores = 0
+        with contextlib.suppress(OSError):
+            cores = len(os.sched_getaffinity(self.pid or 0))
+        return P.ThreadReport(waited_ns=self.waited, others_ns=self.others, idle_cpu_ns=self.idle_cpu,
+                              idle_ns=self.idle_ns, unseen_ns=max(0, total - self.seen_root) if total is not None else 0,
+                              cpu_ns=total or 0, threads=self.threads, cores=cores)
 
 
 class Judge:
@@ -356,8 +415,9 @@ class Judge:
         bad = 0
         first_seq = drv.seq + 1
         spent = {"draw": 0, "hand-over": 0, "call": 0, "check": 0}
-        pid = req.candidate_pid
-        waited: list[int] | None = [] if pid is not None and run_delay_ns(pid) is not None else None
+        # The candidate's threads, read from outside around each call (skills/schedstat.py).
+        clock = TreeClock.open(req.candidate_pid)
+        own = _OwnCpu(clock, req.candidate_pid)
         with parts("timed loop"):
             for i in range(n):
                 t0 = now_ns()
@@ -365,12 +425,10 @@ class Judge:
                 t1 = now_ns()
                 drv.put(0, inputs)
                 t2 = now_ns()
-                w0 = run_delay_ns(pid) if waited is not None and pid is not None else None
+                own.before()
                 called, sent, back = drv.call(0, inputs)
                 t3 = now_ns()
-                if waited is not None and pid is not None:
-                    w1 = run_delay_ns(pid)
-                    waited.append(max(0, w1 - w0) if w0 is not None and w1 is not None else 0)
+                own.after()
                 spent["draw"] += t1 - t0
                 spent["hand-over"] += t2 - t1
                 spent["call"] += t3 - t2
@@ -387,6 +445,7 @@ class Judge:
                     spent["check"] += now_ns() - t3
                 del inputs
         del first
+        own.close()
         for k, v in spent.items():
             parts.seconds[f"timed loop: {k}"] = v / 1e9
         samples = P.Samples(per_call_us=events, wall_us=walls, sync_overhead_us=0.0,
@@ -395,7 +454,7 @@ class Judge:
             bad += self._after_loop(drv, req, samples, flags)
         return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
                             checked_calls=len(checked), bad_calls=bad, sent_ns=sent_ns, back_ns=back_ns,
-                            flags=dedupe_flags(flags), seconds=parts.seconds, waited_ns=waited or [])
+                            flags=dedupe_flags(flags), seconds=parts.seconds, threads=own.report())
 
     def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> tuple[float, float]:
         """Untimed calls like the timed ones, until warmup_calls and warmup_seconds (at most 10x
@@ -577,3 +636,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+

@@ -216,9 +216,31 @@ class TimeReport(msgspec.Struct, tag=True, kw_only=True):
     """...and when the call's answer was back (the outputs written)."""
     flags: list[Flag]
     seconds: dict[str, float] = msgspec.field(default_factory=dict)
-    waited_ns: list[int] = msgspec.field(default_factory=list)
-    """Per timed call: how long the candidate's main thread waited for a CPU between the request
-    and the answer (the kernel's schedstat; empty where it could not be read)."""
+    threads: ThreadReport | None = None
+    """What the candidate's threads did around the timed calls, read from /proc (None where the
+    judge could not read the candidate's /proc files)."""
+
+
+class ThreadReport(msgspec.Struct, kw_only=True):
+    """The candidate's threads during a timed loop, from the kernel's counts (skills/schedstat.py)."""
+
+    waited_ns: list[int]
+    """Per timed call: how long its main thread waited for a CPU between the request and the answer."""
+    others_ns: list[int]
+    """Per timed call: the CPU its other threads (and processes it forked) used in that time."""
+    idle_cpu_ns: int
+    """The CPU its other threads (and forked processes) used between the timed calls (from an
+    answer to the next request), when it had nothing to do."""
+    idle_ns: int
+    """The wall time between the timed calls."""
+    unseen_ns: int
+    """CPU its process used in the loop that no live thread accounts for: threads that came and went."""
+    cpu_ns: int
+    """The CPU its process used in the loop (utime + stime, in clock ticks; exited threads included)."""
+    threads: int
+    """The most tasks its tree had at once."""
+    cores: int
+    """The CPUs it may run on (its affinity mask)."""
 
 
 class BaselineRequest(msgspec.Struct, tag=True, kw_only=True):
