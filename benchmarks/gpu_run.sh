@@ -5,6 +5,7 @@
 #   tests      every GPU test (JUnit) and the CUDA exploit table, then skill latency
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
+#   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
 #   bench      timing stability, the solutions table, ncu
 #   fair       the same solution graded 10 times quiet and under 8 compiles (repeatability)
@@ -46,6 +47,12 @@ fi
 if [ "$1" = rest ]; then  # what tests-eval leaves: library builds on the GPU, level-3 solutions, the cold load_inline test; latency; timing CV of 10 profiles
   step pytest-rest; TAIL=30 run "${T_REST:-150}" pytest_gpu_rest.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 100 --junitxml=benchmarks/results/gpu-junit-rest-h200.xml tests/test_build_libraries.py "tests/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/02_gru_seq]" "tests/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/03_mlp_block]" "tests/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/07_small_cnn]" tests/test_gpu_trust.py::test_load_inline_cache_on_cuda
   step latency; TAIL=8 run 70 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  step stability; TAIL=8 run "${T_STAB:-90}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-h200
+fi
+if [ "$1" = trust ]; then  # the trust boundary on cuda: each cheat its check catches, fair kernels through the same checks
+  step pytest-trust; TAIL=30 run "${T_TRUST:-210}" pytest_gpu_trust.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 120 --junitxml=benchmarks/results/gpu-junit-trust-h200.xml tests/test_gpu_trust.py tests/test_gpu_eval.py -k "(fair or moved or fake_clock or lead_hides or side_stream or frame or partial or (reference_solution and level1)) and not load_inline"
+  step pytest-ext-cache; TAIL=20 run "${T_EXT:-170}" pytest_gpu_ext_cache.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 165 --junitxml=benchmarks/results/gpu-junit-ext-cache-h200.xml tests/test_gpu_trust.py::test_load_inline_cache_on_cuda
+  step latency; TAIL=8 run 60 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
   step stability; TAIL=8 run "${T_STAB:-90}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-h200
 fi
 if [ "$1" = kernelbench ]; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
