@@ -51,6 +51,7 @@ from runtime.store_rows import (
     TurnRow,
     problem_path,
 )
+from skills.ab import typical, workspace_evaluations
 from skills.base import SkillContext, SkillResult, call_skill, decode_args, get_skill, tool_schemas
 from skills.eval_skills import Evaluator
 from skills.results import EvalResult, Speedup
@@ -222,10 +223,11 @@ class Episode:
                               args=call.arguments, ok=result.ok, result=result.text, record=result.record,
                               duration=result.seconds)
             row_id = await self.store.add_tool_call(row)
-            if isinstance(result.record, EvalResult):
-                await self.store.add_evaluation(result.record, episode_id=self.id, tool_call_id=row_id)
-                if passed(result.record):  # Best keeps passed results only: skip reading otherwise
-                    self.best.offer(result.record, await anyio.to_thread.run_sync(read_files, self.workspace))
+            for evaluation in workspace_evaluations(result.record):  # an A/B profile's B is not the workspace
+                await self.store.add_evaluation(evaluation, episode_id=self.id, tool_call_id=row_id)
+            offer = typical(result.record)
+            if offer is not None and passed(offer):  # Best keeps passed results only: skip reading otherwise
+                self.best.offer(offer, await anyio.to_thread.run_sync(read_files, self.workspace))
             self.conv.add(Message(role="tool", content=result.text, tool_call_id=call.id))
             first = result.text.splitlines()[0] if result.text else ""
             await self.emit("tool", f"  {call.name or '?'}: {first[:160]}", turn=self.turn - 1,
@@ -325,6 +327,7 @@ async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, sour
     ws = await anyio.to_thread.run_sync(partial(Workspace.create, source, config=workspace, name_hint=problem.name))
     # The evaluator reads the problem from a file named after it (results carry the file's stem).
     problem_dir = Path(await anyio.to_thread.run_sync(partial(tempfile.mkdtemp, prefix="kagent-problem-")))
+    episode: Episode | None = None
     try:
         problem_file = problem_path(problem_dir, problem.name)
         await anyio.Path(problem_file).write_text(source, encoding="utf-8")
@@ -335,4 +338,6 @@ async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, sour
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(ws.cleanup)
+            if episode is not None:  # the copies run_tests/profile kept (profile's last_passing)
+                await anyio.to_thread.run_sync(episode.ctx.snapshots.cleanup)
             await anyio.to_thread.run_sync(partial(shutil.rmtree, problem_dir, ignore_errors=True))

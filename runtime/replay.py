@@ -126,7 +126,8 @@ class Replayer:
 
     async def _call(self, call: ToolCallRow, ctx: SkillContext) -> tuple[SkillResult, str]:
         if call.skill == "profile" and self.skip_timing:
-            return await call_skill("run_tests", call.args, ctx), "profile replayed as run_tests"
+            # profile's arguments (against, repeats) are not run_tests': it checks the workspace alone.
+            return await call_skill("run_tests", {}, ctx), "profile replayed as run_tests"
         return await call_skill(call.skill, call.args, ctx), ""
 
     async def run(self) -> list[ReplayRow]:

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
+from skills.snapshots import Snapshots
 from skills.workspace import Workspace, WorkspaceError
 
 DEFAULT_MAX_OUTPUT_CHARS = 8000
@@ -50,11 +51,14 @@ class SkillContext:
     workspace: the episode's workspace.
     max_output_chars: text returned to the model is truncated to this many characters.
     evaluator: set by the runtime for compile/run_tests/profile/ncu/submit; None otherwise.
+    snapshots: the copies run_tests/profile graded and the last one that passed (for
+        profile(against="last_passing")); the episode removes them when it ends.
     """
 
     workspace: Workspace
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
     evaluator: object | None = None
+    snapshots: Snapshots = dataclasses.field(default_factory=Snapshots)
 
 
 class Skill(Protocol):

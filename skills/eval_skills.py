@@ -15,6 +15,7 @@ from typing import Annotated
 import anyio
 import msgspec
 
+from skills.ab import format_runs, passed_all, profile_runs
 from skills.base import SkillArgs, SkillContext, SkillResult, register
 from skills.baselines import BaselineCache
 from skills.build import BuildConfig, BuildResult
@@ -136,11 +137,20 @@ class Compile:
 
 
 class _Evaluate:
+    name: str
     mode: Mode = "test"
 
-    async def run(self, args: NoArgs, ctx: SkillContext) -> SkillResult:
-        result = await _evaluator(ctx).evaluate(ctx.workspace.path, self.mode)
+    async def run(self, args: SkillArgs, ctx: SkillContext) -> SkillResult:
+        # The copy graded is the copy kept: a pass makes it profile(against="last_passing")'s B.
+        snaps = ctx.snapshots
+        snaps.calls += 1
+        copy = await anyio.to_thread.run_sync(snaps.take, ctx.workspace)
+        result = await _evaluator(ctx).evaluate(copy, self.mode)
         ok = result.compiled and result.correct and not result.flags
+        if ok and result.environment_fault is None:
+            await anyio.to_thread.run_sync(snaps.keep, copy, self.name)
+        else:
+            await anyio.to_thread.run_sync(snaps.drop, copy)
         return SkillResult(text=format_result(result), ok=ok, record=result)
 
 
@@ -152,21 +162,47 @@ class RunTests(_Evaluate):
     mode: Mode = "test"
 
 
+class ProfileArgs(SkillArgs):
+    against: Annotated[str, msgspec.Meta(
+        description=('"" (default): profile the workspace alone. "last_passing": time the workspace (A)'
+                     " against the last version of it that passed run_tests or profile (B), in turn"
+                     " (A B B A ...). Or a folder of the workspace holding its own model_new.py and"
+                     " optional kernels/: that variant is B. Says which is faster only when it is clear."),
+        max_length=256)] = ""
+    repeats: Annotated[int, msgspec.Meta(
+        description=("Evaluations of the workspace (with against: A/B pairs), 1 to 10; each run is reported,"
+                     " with the spread of the runs."), ge=1, le=10)] = 1
+
+
 class Profile(_Evaluate):
     name = "profile"
     description = ("Time ModelNew (after a correctness check) against eager PyTorch and torch.compile:"
                    " median time per call with a 95% interval, and speedups. On the untouched template"
-                   " it times the baselines alone: the times to beat.")
-    Args = NoArgs
+                   " it times the baselines alone: the times to beat. With against, it compares two"
+                   " variants run in turn; with repeats, it runs several times.")
+    Args = ProfileArgs
     mode: Mode = "profile"
 
-    async def run(self, args: NoArgs, ctx: SkillContext) -> SkillResult:
+    async def run(self, args: SkillArgs, ctx: SkillContext) -> SkillResult:
+        assert isinstance(args, ProfileArgs)
+        template = await anyio.to_thread.run_sync(is_template, ctx.workspace)
+        if args.against and template:
+            return SkillResult(text="profile: model_new.py is still the template: write ModelNew before"
+                               " comparing it against another variant", ok=False)
+        if args.against or (args.repeats > 1 and not template):
+            ctx.snapshots.calls += 1
+            rec = await profile_runs(_evaluator(ctx).evaluate, ctx.workspace, ctx.snapshots,
+                                     against=args.against, repeats=args.repeats)
+            return SkillResult(text=format_runs(rec), ok=passed_all(rec), record=rec)
         # The workflow's first step: the template's ModelNew would only fail at init (tens of
         # seconds, a FAILED call); the baselines it came for are timed without it.
-        if not await anyio.to_thread.run_sync(is_template, ctx.workspace):
+        if not template:
             return await super().run(args, ctx)
         result = await _evaluator(ctx).baselines()
-        return SkillResult(text=format_baselines(result), ok=result.environment_fault is None, record=result)
+        text = format_baselines(result)
+        if args.repeats > 1:
+            text += "\n(repeats applies to ModelNew, which the template does not have: the baselines were timed once.)"
+        return SkillResult(text=text, ok=result.environment_fault is None, record=result)
 
 
 class Ncu:

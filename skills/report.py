@@ -39,7 +39,7 @@ def format_build(b: BuildResult) -> str:
 def format_result(r: EvalResult) -> str:
     """A compact report: status line, the input shapes and every set checked, timings, speedups,
     flags, reward."""
-    lines = [f"{r.problem} [{r.backend}, {r.mode}]: " + _status(r)]
+    lines = [f"{r.problem} [{r.backend}, {r.mode}]: " + status(r)]
     if r.build is not None and not r.build.ok:
         lines.append(r.build.errors)
     elif r.error:
@@ -121,7 +121,8 @@ def timing_lines(r: EvalResult) -> list[str]:
     return [header, *(fmt_timing(name, t) for name, t in rows)]
 
 
-def _status(r: EvalResult) -> str:
+def status(r: EvalResult) -> str:
+    """The status line's verdict: compile failed, failed at STAGE, flagged, correct or INCORRECT."""
     if not r.compiled:
         return "compile failed"
     if r.error:

@@ -279,6 +279,49 @@ class Workspace:
             (dest / MODEL).chmod(0o444)
         return Workspace.open(dest, config=self.config)
 
+    def variant_snapshot(self, rel: str, dest: Path) -> Workspace:
+        """A workspace in an empty `dest` holding this workspace's model.py (the reference is never
+        the variant's) and the model_new.py and kernels/ of the folder `rel` inside this workspace:
+        a variant to time against the workspace (profile's `against`). The folder must lie inside
+        the workspace, with no link on the way or in it."""
+        parts = _split(rel)
+        shown = "/".join(parts)
+        folder = self.path
+        for i, part in enumerate(parts):
+            folder = folder / part
+            st = _lstat(folder, f"folder {shown} does not exist in the workspace")
+            at = "/".join(parts[: i + 1])
+            if stat.S_ISLNK(st.st_mode):
+                raise WorkspaceError(f"{at} is a symbolic link; links are not allowed")
+            if not stat.S_ISDIR(st.st_mode):
+                raise WorkspaceError(f"{at} is not a folder; give a folder holding model_new.py and kernels/")
+        new = _lstat(folder / MODEL_NEW, f"{shown} holds no {MODEL_NEW}: a variant folder holds its own"
+                                         f" {MODEL_NEW} and, optionally, {KERNELS}/")
+        if not stat.S_ISREG(new.st_mode):
+            raise WorkspaceError(f"{shown}/{MODEL_NEW} is not a regular file")
+        files = [MODEL_NEW]
+        kernels = folder / KERNELS
+        if os.path.lexists(kernels):
+            if kernels.is_symlink() or not kernels.is_dir():
+                raise WorkspaceError(f"{shown}/{KERNELS} is not a folder (links are not allowed)")
+            for dirpath, _, filenames in os.walk(kernels):  # does not follow links
+                for name in filenames:
+                    path = Path(dirpath) / name
+                    if not stat.S_ISREG(os.lstat(path).st_mode):
+                        raise WorkspaceError(f"{shown}/{path.relative_to(folder).as_posix()} is not a regular file")
+                    files.append(path.relative_to(folder).as_posix())
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        if any(dest.iterdir()):
+            raise FileExistsError(f"snapshot destination {dest} is not empty")
+        (dest / KERNELS).mkdir()
+        _copy_regular(self.model_path, dest / MODEL)
+        (dest / MODEL).chmod(0o444)
+        for name in files:
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            _copy_regular(folder / name, dest / name)
+        return Workspace.open(dest, config=self.config)
+
     def cleanup(self) -> None:
         """Delete the workspace folder (restoring write bits first); safe to call twice."""
         if not os.path.lexists(self.path):
@@ -391,6 +434,14 @@ def _check_area(parts: list[str], *, for_write: bool) -> None:
         )
 
 
+
+
+def _lstat(path: Path, missing: str) -> os.stat_result:
+    """os.lstat, with WorkspaceError(`missing`) when nothing is there."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        raise WorkspaceError(missing) from None
 
 
 def _read_regular(path: Path, shown: str) -> bytes:
