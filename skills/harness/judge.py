@@ -252,6 +252,12 @@ class Judge:
         if self.start.shape_check:
             with parts("shape set"):
                 self._shape_set()
+        if self.device.type == "cuda":
+            # Hand back what the allocator cached while sets were drawn and referenced (streamed
+            # sets' references included): the candidate's cap is sized from what is free now, and
+            # the reserve is what the judge will take again. Kept cached, a 1.6G-element Swish's
+            # candidate was capped below its own two tensors (OOM at 6.6 GiB with 42.6 GiB free).
+            torch.cuda.empty_cache()
         props = torch.cuda.get_device_properties(self.device) if self.device.type == "cuda" else None
         return P.JudgeReady(
             nonce=self.start.nonce, name=self.loaded.problem.name, problem_id=self.loaded.problem.id,
