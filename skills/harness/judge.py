@@ -117,12 +117,15 @@ class _OwnCpu:
         self.threads = len(self.first.tasks) if self.first else 0
         self.ok = self.first is not None
 
+    def _read(self, since: TreeSample | None) -> TreeSample | None:
+        """The tree now, or None (and no report) once a read fails or there is nothing to diff."""
+        s = self.clock.sample() if self.ok and self.clock is not None and since is not None else None
+        self.ok = self.ok and s is not None
+        return s
+
     def before(self) -> None:
-        if not self.ok or self.clock is None or self.prev is None:
-            return
-        s = self.clock.sample()
-        if s is None:
-            self.ok = False
+        s = self._read(self.prev)
+        if s is None or self.prev is None:
             return
         self.idle_cpu += cpu_between(self.prev, s, main=self.pid)
         self.idle_ns += s.t_ns - self.prev.t_ns
@@ -130,11 +133,8 @@ class _OwnCpu:
         self.start = s
 
     def after(self) -> None:
-        if not self.ok or self.clock is None or self.start is None:
-            return
-        s = self.clock.sample()
-        if s is None:
-            self.ok = False
+        s = self._read(self.start)
+        if s is None or self.start is None:
             return
         self.waited.append(max(0, s.main_wait_ns - self.start.main_wait_ns))
         self.others.append(cpu_between(self.start, s, main=self.pid))
