@@ -308,8 +308,12 @@ anyio.run(main)
 def test_interrupted_episode_requeued_but_not_started_before_a_stop_runs_after_the_next_start(tmp_path: Path) -> None:
     """kagentd stop while a job re-queued at start still waits (max_in_flight = 1): the next start
     re-queues it again, with the re-run the stop interrupted (its LLM call is not waited for);
-    each runs once, and a third start has nothing left to re-run."""
-    scripted = Scripted(tmp_path, [READ], delay=5.0, loop=True)  # a re-run takes 15 s: the stop lands in it
+    each runs once, and a third start has nothing left to re-run.
+
+    The first start talks to a slow policy (a re-run takes 15 s: the stop lands in it); the later
+    starts to a fast one, so the two re-runs they wait for take no 30 s of sleeping."""
+    scripted = Scripted(tmp_path, [READ], delay=5.0, loop=True, name="slow")
+    fast: Scripted | None = None
     d = Kagentd(tmp_path, scripted.base_url, grace=60,
                 extra={"scheduler": {"max_in_flight": 1}, "scheduler.limits": {"max_turns": 3}})
     d.state.mkdir(parents=True, exist_ok=True)
@@ -326,6 +330,11 @@ def test_interrupted_episode_requeued_but_not_started_before_a_stop_runs_after_t
         assert d.stop().returncode == 0
         assert d.sql("SELECT id, status, rerun_pending FROM episodes ORDER BY id") == [
             (1, "interrupted", 0), (2, "interrupted", 1), (3, "interrupted", 1)]
+        scripted.proc.kill()  # its cancelled call would sleep on before a SIGTERM could end it
+        scripted.stop()
+        fast = Scripted(tmp_path, [READ], loop=True, name="fast")
+        d.sections["policy"]["base_url"] = fast.base_url
+        d.write_config(d.sections)
         d.start()  # the old code re-queued nothing here: episode 2's work was lost
         d.wait_for(lambda: d.sql("SELECT count(*) FROM episodes WHERE status = 'turn_limit'") == [(2,)],
                    timeout=180, what="the re-runs of episodes 2 and 3")
@@ -343,4 +352,7 @@ def test_interrupted_episode_requeued_but_not_started_before_a_stop_runs_after_t
         assert "re-queued 2 episode(s) waiting for a re-run" in (d.state / "kagentd.log").read_text()
     finally:
         d.kill()
+        scripted.proc.kill()
         scripted.stop()
+        if fast is not None:
+            fast.stop()
