@@ -24,7 +24,7 @@ def cli(tmp_path: Path, *args: str | Path, timeout: float = 240,
     """`python -m runtime.cli ARGS` with hermetic caches (XDG_CACHE_HOME and TMPDIR under tmp_path).
 
     make_ext_dir pre-creates $TMPDIR/kagent-torch-extensions, the shared load_inline build dir
-    that the cli names but nothing creates (see test_eval_with_fresh_tmpdir).
+    that the cli names but nothing creates (see test_eval_fair_workspace_json_with_fresh_tmpdir).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAGENT_")}
     # Still bubblewrap where it is installed; this only lets the suite run where it is not.
@@ -46,8 +46,10 @@ def relu_workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def test_eval_fair_workspace_json(tmp_path: Path) -> None:
-    proc = cli(tmp_path, "eval", RELU, relu_workspace(tmp_path), "--backend", "cpu", "--mode", "test", "--json")
+def test_eval_fair_workspace_json_with_fresh_tmpdir(tmp_path: Path) -> None:
+    """One evaluation for both: the JSON result, and a fresh TMPDIR (nothing made in it ahead)."""
+    proc = cli(tmp_path, "eval", RELU, relu_workspace(tmp_path), "--backend", "cpu", "--mode", "test", "--json",
+               make_ext_dir=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     r = msgspec.json.decode(proc.stdout, type=EvalResult)
     assert r.correct and r.error is None and r.flags == [] and r.stage == "done"
@@ -55,12 +57,6 @@ def test_eval_fair_workspace_json(tmp_path: Path) -> None:
     assert r.reward is None and r.candidate is None  # test mode: correctness only
     assert r.build is not None and r.build.ok
     assert (tmp_path / "cache" / "kagent" / "build").is_dir()  # builds went to XDG_CACHE_HOME
-
-
-def test_eval_with_fresh_tmpdir(tmp_path: Path) -> None:
-    proc = cli(tmp_path, "eval", RELU, relu_workspace(tmp_path), "--backend", "cpu", "--mode", "test", "--json",
-               make_ext_dir=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_eval_wrong_values_text(tmp_path: Path) -> None:
