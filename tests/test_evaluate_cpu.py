@@ -358,7 +358,7 @@ def test_endless_loop_in_kernel_is_killed(new_workspace: MakeWs, build_cache_dir
     body = ("  volatile int spin = 1;\n  while (spin) {}\n"
             "  for (int64_t i = 0; i < n; ++i) y[i] = x[i];")
     ws = new_workspace(RELU_PY, relu_kernel(body))
-    config = eval_config(build_cache_dir, timeout_run_s=8)
+    config = eval_config(build_cache_dir, timeout_run_s=4)  # any limit ends a kernel that never returns
     seen: dict[int, bytes] = {}  # every worker process observed while the kernel spins
 
     async def go() -> EvalResult:
@@ -377,7 +377,7 @@ def test_endless_loop_in_kernel_is_killed(new_workspace: MakeWs, build_cache_dir
     began = time.monotonic()
     r = anyio.run(go)
     elapsed = time.monotonic() - began
-    assert_failed(r, "correctness", "timed out after 8 s", "killed")
+    assert_failed(r, "correctness", "timed out after 4 s", "killed")
     assert elapsed < 60
     modules = {cmd.split(b"\0")[2] for cmd in seen.values() if cmd.split(b"\0")[1:2] == [b"-m"]}
     assert modules == {b"skills.harness.judge", b"skills.harness.candidate"}, seen  # the python workers
