@@ -730,13 +730,13 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
     cfg = state.config
     async with state.quiet():
         pid = await anyio.to_thread.run_sync(worker_pid, cand.proc.pid)
-        clock = TreeClock.open(pid)  # the candidate's threads while the judge measures alone
+        clock = TreeClock.open(pid, cand.proc.pid)  # the candidate's threads while the judge measures alone
         try:
             watch = _Idle(clock, pid)
             before = await watch.around(_yardstick(judge, cand, nonce, cfg))
             await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
                                        profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0,
-                                       candidate_pid=pid))
+                                       candidate_pid=pid, candidate_root_pid=cand.proc.pid))
             timed, marks = await cand.marked(_from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
             after = await watch.around(_yardstick(judge, cand, nonce, cfg))  # the load may have changed meanwhile
         finally:
@@ -790,12 +790,7 @@ class _Idle:
         return out
 
     def check(self) -> list[Flag]:
-        cpu, wall = self.cpu_ns / 1e3, self.wall_ns / 1e3
-        if cpu > max(BACKGROUND_MIN_US, BACKGROUND_FRACTION * wall):
-            return [Flag(name="background_work", detail=(
-                f"the candidate's other threads used {cpu / 1e3:.1f} ms of CPU in {wall / 1e3:.1f} ms while the"
-                " evaluator measured its own overheads between the calls: work must run inside forward"))]
-        return []
+        return idle_work_flags(self.cpu_ns, self.wall_ns, "while the evaluator measured its own overheads between the calls")
 
 
 async def _yardstick(judge: Worker, cand: Worker, nonce: str, cfg: EvalConfig) -> P.YardstickReport:
@@ -1110,20 +1105,29 @@ UNSEEN_FRACTION = 0.1
 share of the process's CPU: the root's utime + stime come in clock ticks (10 ms), twice."""
 
 
+def idle_work_flags(cpu_ns: int, wall_ns: int, when: str) -> list[Flag]:
+    """`background_work` when the candidate's other threads used more than BACKGROUND_FRACTION of
+    `wall_ns` (and BACKGROUND_MIN_US) of CPU while it had nothing to do."""
+    cpu, wall = cpu_ns / 1e3, wall_ns / 1e3
+    if cpu > max(BACKGROUND_MIN_US, BACKGROUND_FRACTION * wall):
+        return [Flag(name="background_work", detail=(
+            f"the candidate's other threads used {cpu / 1e3:.1f} ms of CPU in {wall / 1e3:.1f} ms {when}, when no"
+            " call was running: work must run inside forward, on its caller's thread or on threads that finish"
+            " with the call"))]
+    return []
+
+
 def background_check(timed: P.TimeReport) -> list[Flag]:
-    """Row 30: threads of the candidate's that work when no call is running, read from /proc by the
-    judge: CPU between the calls (spinners that keep the machine busy, so the judge's yardsticks
-    and the candidate's waits grow), and CPU of threads that exited before the judge could see
-    them (a fresh thread per call)."""
+    """docs/exploits.md row 31: threads of the candidate's that work when no call is running, read
+    from /proc by the judge: CPU between the calls (spinners that keep the machine busy, so the
+    judge's yardsticks and the candidate's waits grow), and CPU of threads that exited before the
+    judge could see them (a fresh thread per call)."""
     th = timed.threads
     if th is None:
         return []
-    idle_cpu, idle = th.idle_cpu_ns / 1e3, th.idle_ns / 1e3
-    if idle_cpu > max(BACKGROUND_MIN_US, BACKGROUND_FRACTION * idle):
-        return [Flag(name="background_work", detail=(
-            f"the candidate's other threads used {idle_cpu / 1e3:.1f} ms of CPU between the timed calls, in"
-            f" {idle / 1e3:.1f} ms when no call was running: work must run inside forward, on its caller's thread"
-            " or on threads that finish with the call"))]
+    idle = idle_work_flags(th.idle_cpu_ns, th.idle_ns, "between the timed calls")
+    if idle:
+        return idle
     if th.unseen_ns / 1e3 > UNSEEN_MIN_US + UNSEEN_FRACTION * th.cpu_ns / 1e3:
         return [Flag(name="background_work", detail=(
             f"threads that started and exited during the timed loop used {th.unseen_ns / 1e6:.0f} ms of CPU"

@@ -1,8 +1,9 @@
-"""How long a process waited for a CPU, from outside it: the run-queue delay the kernel keeps per
-task in /proc/PID/task/TID/schedstat (its second field, ns). On a busy host an honest candidate is
-descheduled around its calls; that time is the host's, and the clock check does not count it as
-work moved out of the timed calls (skills/evaluate.py, clock_check). The process cannot lower it:
-the kernel writes it."""
+"""The candidate's process seen from outside it, in the kernel's own counts: which process runs
+the candidate (worker_pid), and how much CPU every thread of its tree used and how long its main
+thread waited on a run queue (TreeClock, from /proc/PID/task/TID/schedstat). On a busy host an
+honest candidate is descheduled around its calls; that wait is the host's, unless its own threads
+kept the cores busy (skills/evaluate.py, excused_waits). The process cannot lower these counts:
+the kernel writes them."""
 
 from __future__ import annotations
 
@@ -48,15 +49,6 @@ def worker_pid(root: int, module: str = "skills.harness.candidate") -> int | Non
     return best[1] if best else None
 
 
-def run_delay_ns(pid: int) -> int | None:
-    """Nanoseconds the process's main thread has waited on a run queue (None: not readable here)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
-            return int(f.read().split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 class TreeSample(NamedTuple):
     """CPU time of a process tree at one moment, read from outside it."""
 
@@ -65,31 +57,37 @@ class TreeSample(NamedTuple):
     main_wait_ns: int
     """The main thread's run-queue delay so far."""
     tasks: dict[tuple[int, int], int]
-    """(pid, tid) -> ns that task has run, for every live task of the tree (children included)."""
+    """(pid, tid) -> ns that task has run, for every live task below the root (the main process,
+    the processes it forked, and orphans the sandbox's init took over)."""
     process_ns: int | None
-    """The root process's utime + stime (ns, in clock ticks): its exited threads included."""
+    """The main process's utime + stime (ns, in clock ticks): its exited threads included."""
 
 
 class TreeClock:
     """Reads how much CPU every thread of a process tree used, cheaply enough to do around each
     timed call (~20 us for a few threads): the schedstat files stay open and are re-read with
     pread; /proc/PID/task/TID/children finds the processes it forked. Tasks that exit between two
-    reads leave the per-task sums; the root's utime + stime (which keeps them) bounds what they used.
+    reads leave the per-task sums; the main process's utime + stime (which keeps them) bounds what
+    they used. The tree is read from `root` (default: the main process itself): under the sandbox
+    its outermost process, so a helper the candidate double-forks, which the sandbox's init inherits,
+    is still below it.
     """
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, root: int | None = None) -> None:
         self.pid = pid
+        self.root = root or pid
         self._fds: dict[tuple[int, int, str], int] = {}
         self._stat = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
         self._tick_ns = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") or 100)
 
     @classmethod
-    def open(cls, pid: int | None) -> TreeClock | None:
-        """A clock on `pid`'s tree, or None where its /proc files cannot be read here."""
+    def open(cls, pid: int | None, root: int | None = None) -> TreeClock | None:
+        """A clock on main process `pid` and the tree below `root`, or None where its /proc files
+        cannot be read here."""
         if pid is None:
             return None
         try:
-            clock = cls(pid)
+            clock = cls(pid, root)
         except OSError:
             return None
         if clock.sample() is None:
@@ -111,11 +109,11 @@ class TreeClock:
             return None
 
     def sample(self) -> TreeSample | None:
-        """The tree's CPU now (None when the root's main thread cannot be read)."""
+        """The tree's CPU now (None when the main thread cannot be read)."""
         t = time.time_ns()
         tasks: dict[tuple[int, int], int] = {}
         main_wait: int | None = None
-        todo, seen = [self.pid], set[int]()
+        todo, seen = [self.root], set[int]()
         while todo:
             pid = todo.pop()
             if pid in seen or len(seen) > 256:

@@ -14,7 +14,7 @@ from skills.evaluate import background_check, clock_check
 from skills.harness import protocol as P
 from skills.marks import ENV as MARK_ENV
 from skills.marks import Mark, MarkSocket
-from skills.schedstat import TreeClock, cpu_between, run_delay_ns, worker_pid
+from skills.schedstat import TreeClock, cpu_between, worker_pid
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -181,6 +181,48 @@ def test_threads_working_between_the_calls_are_flagged() -> None:
     assert background_check(samples) == []
 
 
+def test_a_helper_the_candidate_double_forks_is_still_read() -> None:
+    """A process the candidate double-forks leaves its tree: the sandbox's init (pid 1 of its pid
+    namespace, below the sandbox's outermost process) inherits it. Read from that outermost
+    process, the helper's CPU still counts; read from the worker alone, it would not."""
+    script = """
+import ctypes, os, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: as the sandbox's init
+worker = os.fork()
+if worker == 0:
+    if os.fork() == 0:
+        if os.fork() == 0:  # the helper, orphaned at once
+            t = time.perf_counter()
+            while time.perf_counter() - t < 1.5:
+                pass
+            os._exit(0)
+        os._exit(0)
+    time.sleep(30)
+    os._exit(0)
+print(worker, flush=True)
+time.sleep(30)
+"""
+    root = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert root.stdout is not None
+    try:
+        worker = int(root.stdout.readline())
+        time.sleep(0.2)
+        wide, narrow = TreeClock.open(worker, root.pid), TreeClock.open(worker)
+        assert wide is not None and narrow is not None
+        a, a_narrow = wide.sample(), narrow.sample()
+        time.sleep(0.5)
+        b, b_narrow = wide.sample(), narrow.sample()
+        assert a is not None and b is not None and a_narrow is not None and b_narrow is not None
+        assert cpu_between(a, b, main=worker) >= 50_000_000, (a, b)  # the orphan (load may slow it)
+        assert cpu_between(a_narrow, b_narrow, main=worker) < 20_000_000
+        wide.close()
+        narrow.close()
+    finally:
+        root.kill()
+        root.wait()
+        root.stdout.close()
+
+
 def test_a_process_trees_threads_are_read_from_outside() -> None:
     """TreeClock reads every task of a tree (a forked child's too) from /proc: a spinning thread's
     CPU shows in the other threads' sum, and a thread that exited only in the process's total."""
@@ -235,7 +277,7 @@ sys.stdin.readline()
 
 def test_the_candidates_process_is_found_and_its_waits_read() -> None:
     """worker_pid finds the process that runs the candidate's module in a tree (itself, or under
-    bubblewrap the sandbox's child), and run_delay_ns reads its main thread's wait from the kernel."""
+    bubblewrap the sandbox's child), and TreeClock reads its main thread's wait from the kernel."""
     sleeper = f"{sys.executable} -c 'import os, time; os.fork() or time.sleep(30); time.sleep(30)' skills.harness.candidate"
     direct = subprocess.Popen(["sh", "-c", f"exec {sleeper}"])  # the worker forks a child like itself
     wrapped = subprocess.Popen(["sh", "-c", f"{sleeper}; true"])  # the shell stays, the worker is its child
@@ -249,8 +291,11 @@ def test_the_candidates_process_is_found_and_its_waits_read() -> None:
         assert found[direct.pid] == direct.pid, found
         child = found[wrapped.pid]
         assert child is not None and child != wrapped.pid, found
-        delay = run_delay_ns(child)
-        assert delay is not None and delay >= 0
+        clock = TreeClock.open(child, wrapped.pid)
+        sample = clock.sample() if clock is not None else None
+        assert sample is not None and sample.main_wait_ns >= 0
+        assert clock is not None
+        clock.close()
         plain = subprocess.Popen(["sleep", "30"])
         try:
             assert worker_pid(plain.pid) is None  # a tree that runs no candidate module

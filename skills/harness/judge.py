@@ -412,7 +412,7 @@ class Judge:
         draw_us = (now_ns() - began) / 1e3
         # The candidate's threads, read from outside around each call (skills/schedstat.py): two
         # reads a call, which the loop's wall budget counts (slower under a virtualised /proc).
-        clock = TreeClock.open(req.candidate_pid)
+        clock = TreeClock.open(req.candidate_pid, req.candidate_root_pid)
         began = now_ns()
         own = _OwnCpu(clock, req.candidate_pid)
         read_us = (now_ns() - began) / 1e3 if clock is not None else 0.0
@@ -645,4 +645,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-

@@ -200,6 +200,9 @@ class TimeRequest(msgspec.Struct, tag=True, kw_only=True):
     """The candidate must have answered every call of the loop by then, or it timed out."""
     candidate_pid: int | None = None
     """The candidate's process (the parent found it): its run-queue delay is read around each call."""
+    candidate_root_pid: int | None = None
+    """The outermost process of the candidate's sandbox: every task below it counts as the
+    candidate's (a helper it double-forks is inherited by the sandbox's init, still below it)."""
 
 
 class TimeReport(msgspec.Struct, tag=True, kw_only=True):
