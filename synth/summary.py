@@ -16,7 +16,7 @@ def _table(title: str, counts: Counter[str], total: int, order: list[str] | None
 
 
 def summarize(out: Path, *, wall_s: float | None = None, workers: int | None = None, new: int = 0) -> str:
-    """Markdown summary of the run in ``out``; with ``wall_s``, the rate of this session, which
+    """Markdown summary of the run in ``out``; with ``wall_s``, the rate of this invocation, which
     accepted ``new`` problems (a resumed folder holds earlier ones too)."""
     rows: list[SynthRow] = read_log(out / MANIFEST, SynthRow)
     rej: list[Rejection] = read_log(out / REJECTED, Rejection)
@@ -24,7 +24,7 @@ def summarize(out: Path, *, wall_s: float | None = None, workers: int | None = N
     lines = [f"**{len(rows)} accepted of {total} candidates** ({100 * len(rows) / max(total, 1):.1f}%)"]
     if wall_s is not None:
         rate = 60 * new / wall_s if wall_s > 0 else 0.0
-        lines[0] += f"; this session: {new} accepted in {wall_s:.0f} s wall" + (f" on {workers} workers" if workers else "")
+        lines[0] += f"; this invocation: {new} accepted in {wall_s:.0f} s wall" + (f" on {workers} workers" if workers else "")
         lines[0] += f" ({rate:.1f}/min, catalogue probe and worker start included)"
     lines += ["", *_table("rejected: reason", Counter(r.reason for r in rej), total)]
     feats = [r.synth.features for r in rows]
