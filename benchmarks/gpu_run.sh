@@ -7,6 +7,7 @@
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
+#   parity     the same torch code as candidate and as eager baseline (probe_parity.py); latency; CV of 10 profiles
 #   bench      timing stability, the solutions table, ncu
 #   fair       the same solution graded 10 times quiet and under 8 compiles (repeatability)
 #   ipc        which CUDA IPC transport crosses the sandbox, and its per-call latency
@@ -57,6 +58,11 @@ if [ "$1" = trust ]; then  # the trust boundary on cuda: each cheat its check ca
 fi
 if [ "$1" = kernelbench ]; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
   step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME} ${KB_ARGS:-}
+fi
+if [ "$1" = parity ]; then  # why the problem's own Model reads slower as the candidate than as the eager baseline
+  step parity; TAIL=40 run "${T_PAR:-320}" probe_parity.log python3 benchmarks/probe_parity.py ${KB:-../shared/kernelbench} --problems ${PAR_PROBLEMS:-level2/10_ level1/4_ level1/96_ level1/94_ level1/99_ level1/88_} --out parity-h200
+  step latency; TAIL=8 run 60 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  step stability; TAIL=8 run "${T_STAB:-150}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-h200
 fi
 if [ "$1" = bench ]; then
   step stability; TAIL=8 run 150 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-h200

@@ -1,0 +1,222 @@
+"""Does the same torch code time the same as the candidate and as the eager baseline?
+
+Each problem's own Model graded as its solution (EvalConfig.torch_allowed) should read about 1x its
+eager baseline; on the H200 some KernelBench problems read 0.48-0.87x (kernelbench-h200.json,
+2026-12-02). This probe separates the suspects, per problem:
+
+- `alone`: the Model timed by CUDA events in a plain process (no harness), with and without
+  NVIDIA_TF32_OVERRIDE=0 (the candidate's environment has it);
+- `plain`: the Model as ModelNew through the evaluator (profile mode vs eager): the judged
+  candidate time, its kernel time (profiler), window, lead, and the eager baseline;
+- `self`: the same, with the candidate timing its own Model call by CUDA events inside forward,
+  once on the judge's shared (IPC) input slots and once on private copies of them, a cache flush
+  between: the kernel's own time in the candidate's process, with the harness's window left out;
+- `self-env`: `self` with NVIDIA_TF32_OVERRIDE removed from the candidate's environment at import;
+- `self-nocap`: `self` with the candidate's allocator cap lifted to 0.95 of the GPU.
+
+    python benchmarks/probe_parity.py ../shared/kernelbench --problems level1/4_ level2/10_ --out parity-h200
+
+Writes benchmarks/results/OUT.json and prints a table (times in us, medians).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import environment, table, write_result  # noqa: E402
+
+SELF_TIMING = '''
+
+import os as _os
+import statistics as _st
+
+import torch as _torch
+
+_ENV = {env!r}
+_NOCAP = {nocap!r}
+if _ENV:
+    _os.environ.pop("NVIDIA_TF32_OVERRIDE", None)
+
+
+class ModelNew(Model):
+    """The reference itself, timing its own call by CUDA events (a probe, not a solution)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if _NOCAP:
+            _torch.cuda.set_per_process_memory_fraction(0.95)
+        self._priv = None
+        self._flush = None
+        self._pending = []
+        self._ipc = []
+        self._own = []
+
+    def forward(self, *args):
+        for e in self._pending:
+            self._ipc.append(e[0].elapsed_time(e[1]) * 1e3)
+            self._own.append(e[2].elapsed_time(e[3]) * 1e3)
+        self._pending = []
+        if self._priv is None:
+            self._priv = [a.clone() if isinstance(a, _torch.Tensor) else a for a in args]
+            self._flush = _torch.empty(64 << 20, dtype=_torch.uint8, device="cuda")
+        e = [_torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        e[0].record()
+        out = super().forward(*args)
+        e[1].record()
+        self._flush.zero_()
+        e[2].record()
+        super().forward(*self._priv)
+        e[3].record()
+        self._pending.append(e)
+        if self._ipc:
+            print(f"PARITY n={{len(self._ipc)}} ipc={{_st.median(self._ipc):.2f}} own={{_st.median(self._own):.2f}}",
+                  flush=True)
+        return out
+'''
+
+ALONE = r'''
+import json, statistics, sys, torch
+sys.path.insert(0, sys.argv[2])
+from skills.problem import load_problem
+from skills.harness.judge import set_precision
+p = load_problem(sys.argv[1], sizes="default")
+set_precision(p.problem.precision)
+torch.manual_seed(0)
+with torch.no_grad(), torch.device("cuda"):
+    model = p.Model(*p.get_init_inputs()).eval()
+    inputs = list(p.get_inputs())
+    flush = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+    times = []
+    for i in range(25):
+        flush.zero_()
+        torch.cuda.synchronize()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); out = model(*inputs); b.record(); torch.cuda.synchronize()
+        if i >= 5:
+            times.append(a.elapsed_time(b) * 1e3)
+        del out
+print(json.dumps({"median_us": statistics.median(times), "min_us": min(times)}))
+'''
+
+VARIANTS = ("plain", "self", "self-env", "self-nocap")
+
+
+def alone(f: Path, tf32_off: bool) -> dict[str, Any]:
+    env = dict(os.environ)
+    env.pop("NVIDIA_TF32_OVERRIDE", None)
+    if tf32_off:
+        env["NVIDIA_TF32_OVERRIDE"] = "0"
+    root = str(Path(__file__).resolve().parents[1])
+    r = subprocess.run([sys.executable, "-c", ALONE, str(f), root], env=env, capture_output=True, text=True,
+                       timeout=300, check=False)
+    if r.returncode != 0:
+        return {"error": r.stderr[-400:]}
+    out: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    return out
+
+
+def model_new(source: str, variant: str) -> str:
+    if variant == "plain":
+        return source.rstrip() + "\n\n\nclass ModelNew(Model):\n    \"\"\"The reference itself.\"\"\"\n"
+    return source.rstrip() + SELF_TIMING.format(env=variant == "self-env", nocap=variant == "self-nocap")
+
+
+def _median(iv: Any) -> float | None:
+    return round(iv.median, 2) if iv is not None else None
+
+
+def workspace(f: Path, variant: str, tmp: Path) -> Path:
+    ws = tmp / f"{f.parent.name}__{f.stem}__{variant}"
+    ws.mkdir(parents=True)
+    source = f.read_text(encoding="utf-8")
+    (ws / "model.py").write_text(source, encoding="utf-8")
+    (ws / "model_new.py").write_text(model_new(source, variant), encoding="utf-8")
+    return ws
+
+
+async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend: str = "cuda") -> dict[str, Any]:
+    from skills.baselines import JsonBaselineCache
+    from skills.build import BuildConfig
+    from skills.evaluate import EvalConfig, evaluate
+    from skills.harness.protocol import TimingConfig
+
+    ws = workspace(f, variant, tmp)
+    timing = TimingConfig(warmup_calls=3, warmup_seconds=0.05, min_calls=10, max_calls=200, target_seconds=0.1,
+                          loop_seconds=loop_seconds)
+    cfg = EvalConfig(backend=backend, baselines=["eager"], torch_allowed=True, timing=timing,  # type: ignore[arg-type]
+                     build=BuildConfig(backend=backend))  # type: ignore[arg-type]
+    t = time.perf_counter()
+    r = await evaluate(f, ws, mode="profile", config=cfg, baseline_cache=JsonBaselineCache(tmp / f"{ws.name}.json"))
+    row: dict[str, Any] = {"wall_s": round(time.perf_counter() - t, 1), "correct": r.correct,
+                           "flags": [fl.name for fl in r.flags], "error": (r.error or "")[:200] or None}
+    c, e = r.candidate, r.eager
+    if c is not None:
+        row |= {"cand_us": _median(c.per_call_us), "cand_kernel_us": c.kernel_us, "cand_window_us": c.window_us,
+                "cand_lead_us": c.lead_us, "cand_cv": round(c.cv, 4), "cand_calls": c.calls,
+                "cand_caller_us": _median(c.caller_us)}
+    if e is not None:
+        row |= {"eager_us": _median(e.per_call_us), "eager_cv": round(e.cv, 4), "eager_calls": e.calls,
+                "eager_caller_us": _median(e.caller_us), "eager_kernel_us": e.kernel_us}
+    row["speedup_eager"] = next((round(s.value, 3) for s in r.speedups if s.baseline == "eager"), None)
+    found = list(re.finditer(r"PARITY n=(\d+) ipc=([\d.]+) own=([\d.]+)", r.log or ""))
+    if found:
+        m = found[-1]
+        row |= {"self_n": int(m.group(1)), "self_ipc_us": float(m.group(2)), "self_own_us": float(m.group(3))}
+    return row
+
+
+async def run(files: list[Path], variants: list[str], loop_seconds: float, out: str) -> None:
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as d:
+        for f in files:
+            name = f"{f.parent.name}/{f.stem}"
+            base = {"problem": name}
+            rows.append(base | {"variant": "alone"} | {f"tf32env_{k}": v for k, v in alone(f, True).items()}
+                        | {f"noenv_{k}": v for k, v in alone(f, False).items()})
+            print(json.dumps(rows[-1]), flush=True)
+            for v in variants:
+                try:
+                    row = await graded(f, v, Path(d), loop_seconds)
+                except Exception as exc:  # a probe: say what failed and go on
+                    row = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+                rows.append(base | {"variant": v} | row)
+                print(json.dumps(rows[-1]), flush=True)
+                write_result(out, {"rows": rows, "env": environment()})
+    cols = ["problem", "variant", "cand_us", "cand_kernel_us", "self_ipc_us", "self_own_us", "eager_us",
+            "speedup_eager", "tf32env_median_us", "noenv_median_us"]
+    print(table(cols, [[r.get(c) for c in cols] for r in rows]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("root", help="a KernelBench checkout (holds level1/ ...)")
+    ap.add_argument("--problems", nargs="+", required=True, help="level/prefix of each file, e.g. level1/4_")
+    ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    ap.add_argument("--loop-seconds", type=float, default=0.3)
+    ap.add_argument("--out", default="parity")
+    args = ap.parse_args()
+    files = []
+    for p in args.problems:
+        level, _, prefix = p.partition("/")
+        hits = sorted(Path(args.root, level).glob(f"{prefix}*.py"))
+        if not hits:
+            ap.error(f"no file {p}* under {args.root}")
+        files.append(hits[0])
+    anyio.run(run, files, args.variants, args.loop_seconds, args.out)
+
+
+if __name__ == "__main__":
+    main()
