@@ -8,9 +8,12 @@ process never holds an input set before the call that uses it, nor anything it c
 
 - cpu: a memfd, sealed against shrinking and growing (so the candidate cannot truncate it under
   the judge's mapping), passed to the candidate over the link by SCM_RIGHTS;
-- cuda: one cuMemAlloc'd block exported with the driver's legacy IPC handle (64 bytes, sent in the
-  offer), opened by the candidate with cuIpcOpenMemHandle. On the H200 both this and POSIX-fd
-  handles cross the sandbox's namespaces (benchmarks/results/cuda-ipc-probe-h200.json).
+- cuda: one cuMemCreate'd block exported as a POSIX file descriptor (passed by SCM_RIGHTS like the
+  memfd) and mapped by the candidate with cuMemImportFromShareableHandle + cuMemMap, at the
+  allocation's own page size; where the device lacks that, a cuMemAlloc'd block with the driver's
+  legacy IPC handle (64 bytes in the offer, cuIpcOpenMemHandle), which on the H200 the candidate's
+  kernels read 1.2-2x slower than their own memory (h200-2026-12-02-parity). Both transports cross
+  the sandbox's namespaces (benchmarks/results/cuda-ipc-probe-h200.json).
 
 Both sides see the slots as torch tensors over the shared bytes (a uint8 base, sliced and viewed).
 """
@@ -180,8 +183,108 @@ def _device_base(ptr: int, nbytes: int) -> torch.Tensor:
     return torch.as_tensor(View())
 
 
-def device_create(layout: Layout) -> tuple[Arena, bytes]:
-    """The judge's side: (the arena, its 64-byte IPC handle for the candidate)."""
+class _Location(ctypes.Structure):  # CUmemLocation
+    _fields_ = [("type", c_int), ("id", c_int)]
+
+
+class _AllocFlags(ctypes.Structure):  # CUmemAllocationProp.allocFlags
+    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class _AllocProp(ctypes.Structure):  # CUmemAllocationProp
+    _fields_ = [("type", c_int), ("requestedHandleTypes", c_int), ("location", _Location),
+                ("win32HandleMetaData", c_void_p), ("allocFlags", _AllocFlags)]
+
+
+class _AccessDesc(ctypes.Structure):  # CUmemAccessDesc
+    _fields_ = [("location", _Location), ("flags", c_int)]
+
+
+_PINNED, _POSIX_FD, _LOC_DEVICE, _PROT_RW, _GRAN_RECOMMENDED = 1, 1, 1, 3, 1
+_ATTR_VMM, _ATTR_POSIX_FD = 102, 103  # CU_DEVICE_ATTRIBUTE_*_SUPPORTED
+
+
+def _device() -> int:
+    dev = c_int()
+    _drv().call("cuCtxGetDevice", byref(dev))
+    return dev.value
+
+
+def _prop() -> _AllocProp:
+    return _AllocProp(type=_PINNED, requestedHandleTypes=_POSIX_FD, location=_Location(_LOC_DEVICE, _device()))
+
+
+def vmm_supported() -> bool:
+    """The device exports memory as POSIX file descriptors (cuMem* virtual memory management)."""
+    d = _drv()
+    out = []
+    for attr in (_ATTR_VMM, _ATTR_POSIX_FD):
+        v = c_int()
+        d.call("cuDeviceGetAttribute", byref(v), c_int(attr), c_int(_device()))
+        out.append(v.value)
+    return all(out)
+
+
+def _vmm_size(nbytes: int) -> int:
+    g = c_size_t()
+    _drv().call("cuMemGetAllocationGranularity", byref(g), byref(_prop()), c_int(_GRAN_RECOMMENDED))
+    return -(-nbytes // g.value) * g.value
+
+
+def _vmm_map(handle: int, size: int) -> int:
+    d = _drv()
+    p = c_uint64()
+    d.call("cuMemAddressReserve", byref(p), c_size_t(size), c_size_t(0), c_uint64(0), c_uint64(0))
+    try:
+        d.call("cuMemMap", p, c_size_t(size), c_size_t(0), c_uint64(handle), c_uint64(0))
+        desc = _AccessDesc(location=_Location(_LOC_DEVICE, _device()), flags=_PROT_RW)
+        d.call("cuMemSetAccess", p, c_size_t(size), byref(desc), c_size_t(1))
+    except CudaError:
+        d.call("cuMemUnmap", p, c_size_t(size))  # harmless where nothing was mapped yet
+        d.call("cuMemAddressFree", p, c_size_t(size))
+        raise
+    return p.value
+
+
+def _vmm_release(ptr: int, size: int, handle: int) -> None:
+    d = _drv()
+    d.call("cuMemUnmap", c_uint64(ptr), c_size_t(size))
+    d.call("cuMemAddressFree", c_uint64(ptr), c_size_t(size))
+    d.call("cuMemRelease", c_uint64(handle))
+
+
+def device_create(layout: Layout) -> tuple[Arena, bytes, int]:
+    """The judge's side: (the arena, its 64-byte legacy IPC handle or b"", a POSIX fd of it or -1;
+    the caller sends the fd and closes it).
+
+    Where the device supports it, the arena is cuMemCreate'd physical memory exported as a file
+    descriptor, which the candidate maps at the allocation's own page size: a legacy IPC mapping
+    (cuIpcOpenMemHandle) of the same bytes read 1.2-2x slower in the candidate's process than its
+    own allocations on the H200 (benchmarks/results/h200-2026-12-02-parity), so the same torch
+    code timed slower as the candidate than as the eager baseline."""
+    if vmm_supported():
+        d = _drv()
+        size = _vmm_size(layout.nbytes)
+        h = c_uint64()
+        d.call("cuMemCreate", byref(h), c_size_t(size), byref(_prop()), c_uint64(0))
+        try:
+            fd = c_int(-1)
+            d.call("cuMemExportToShareableHandle", byref(fd), c_uint64(h.value), c_int(_POSIX_FD), c_uint64(0))
+            try:
+                ptr = _vmm_map(h.value, size)
+            except CudaError:
+                os.close(fd.value)
+                raise
+        except CudaError:
+            d.call("cuMemRelease", c_uint64(h.value))
+            raise
+        handle = h.value
+        return Arena(layout, _device_base(ptr, layout.nbytes), lambda: _vmm_release(ptr, size, handle)), b"", fd.value
+    return (*_legacy_create(layout), -1)
+
+
+def _legacy_create(layout: Layout) -> tuple[Arena, bytes]:
     d = _drv()
     p = c_uint64()
     d.call("cuMemAlloc_v2", byref(p), c_size_t(layout.nbytes))
@@ -195,9 +298,24 @@ def device_create(layout: Layout) -> tuple[Arena, bytes]:
     return Arena(layout, _device_base(ptr, layout.nbytes), lambda: d.call("cuMemFree_v2", c_uint64(ptr))), bytes(h)
 
 
-def device_attach(layout: Layout, handle: bytes) -> Arena:
-    """The candidate's side of the judge's IPC handle."""
+def device_attach(layout: Layout, handle: bytes, fd: int = -1) -> Arena:
+    """The candidate's side: the judge's POSIX fd (mapped whole; it is closed here), else its
+    legacy IPC handle."""
     d = _drv()
+    if fd >= 0:
+        try:
+            h = c_uint64()
+            d.call("cuMemImportFromShareableHandle", byref(h), c_void_p(fd), c_int(_POSIX_FD))
+        finally:
+            os.close(fd)
+        size = _vmm_size(layout.nbytes)
+        try:
+            ptr = _vmm_map(h.value, size)
+        except CudaError:
+            d.call("cuMemRelease", c_uint64(h.value))
+            raise
+        handle_ = h.value
+        return Arena(layout, _device_base(ptr, layout.nbytes), lambda: _vmm_release(ptr, size, handle_))
     p = c_uint64()
     d.call("cuIpcOpenMemHandle_v2", byref(p), _IpcHandle.from_buffer_copy(handle), c_uint(_LAZY_PEER))
     ptr = p.value

@@ -169,7 +169,7 @@ class Candidate:
     def _map(self, offer: P.Offer, fds: list[int]) -> P.Accepted:
         try:
             if self.device.type == "cuda":
-                arena_ = arena.device_attach(offer.layout, offer.handle)
+                arena_ = arena.device_attach(offer.layout, offer.handle, fds[0] if fds else -1)
             else:
                 arena_ = arena.host_attach(offer.layout, fds[0])
         except (ValueError, IndexError, OSError, arena.CudaError) as exc:

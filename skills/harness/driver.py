@@ -93,9 +93,14 @@ class Driver:
         layout = arena.layout_for(inputs, outputs_like)
         scalars = [None if isinstance(a, torch.Tensor) else a for a in inputs]
         if self.cuda:
-            mem, handle = arena.device_create(layout)
-            self.link.send(P.Offer(group=group, layout=layout, handle=handle, scalars=P.pack_scalars(scalars), model=model,
-                                   timing=self.timing))
+            mem, handle, fd = arena.device_create(layout)
+            try:
+                self.link.send(P.Offer(group=group, layout=layout, handle=handle, scalars=P.pack_scalars(scalars),
+                                       model=model, timing=self.timing),
+                               fds=[fd] if fd >= 0 else None)
+            finally:
+                if fd >= 0:
+                    os.close(fd)
         else:
             mem, fd = arena.host_create(layout)
             try:
