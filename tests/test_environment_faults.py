@@ -23,7 +23,7 @@ from skills.harness.protocol import TimingConfig
 from skills.problem import source_id
 from skills.sandbox import SandboxConfig
 from skills.workspace import WorkspaceConfig
-from tests.conftest import MakeWs
+from tests.conftest import PROBLEMS, MakeWs
 
 HUGE = '''import torch
 import torch.nn as nn
@@ -183,3 +183,20 @@ def test_a_near_constant_output_is_refused_not_graded(tmp_path: Path, new_worksp
     result = anyio.run(lambda: evaluate(problem, ws, mode="final", config=_cfg(tmp_path)))
     assert result.reward is None and result.stage == "problem"
     assert result.error is not None and "(nearly) the same for different inputs" in result.error
+
+
+def test_the_memory_plan_counts_a_shape_set_only_where_the_problem_has_one(tmp_path: Path) -> None:
+    """A KernelBench file has no SMALL_SIZES, so no shape set is drawn: the plan must not count one
+    (it refused InstanceNorm at 150 GiB planned with 139 free; 124 without it)."""
+    from skills.harness.judge import planned_sets
+    from skills.problem import load_problem
+
+    plain = _problem(tmp_path, "no_small_sizes", HUGE)
+    loaded = load_problem(plain, sizes="default")
+    assert getattr(loaded.module, "SMALL_SIZES", None) is None
+    assert planned_sets(loaded, 1, shape_check=True) == 1
+    assert planned_sets(loaded, 3, shape_check=True) == 3
+    bundled = load_problem(PROBLEMS / "level1" / "01_relu.py", sizes="default")
+    assert getattr(bundled.module, "SMALL_SIZES", None)
+    assert planned_sets(bundled, 1, shape_check=True) == 2
+    assert planned_sets(bundled, 1, shape_check=False) == 1
