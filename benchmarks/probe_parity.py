@@ -178,15 +178,16 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
     return row
 
 
-async def run(files: list[Path], variants: list[str], loop_seconds: float, out: str) -> None:
+async def run(files: list[Path], variants: list[str], loop_seconds: float, out: str, with_alone: bool = True) -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
         for f in files:
             name = f"{f.parent.name}/{f.stem}"
             base = {"problem": name}
-            rows.append(base | {"variant": "alone"} | {f"tf32env_{k}": v for k, v in alone(f, True).items()}
-                        | {f"noenv_{k}": v for k, v in alone(f, False).items()})
-            print(json.dumps(rows[-1]), flush=True)
+            if with_alone:
+                rows.append(base | {"variant": "alone"} | {f"tf32env_{k}": v for k, v in alone(f, True).items()}
+                            | {f"noenv_{k}": v for k, v in alone(f, False).items()})
+                print(json.dumps(rows[-1]), flush=True)
             for v in variants:
                 try:
                     row = await graded(f, v, Path(d), loop_seconds)
@@ -206,6 +207,7 @@ def main() -> None:
     ap.add_argument("--problems", nargs="+", required=True, help="level/prefix of each file, e.g. level1/4_")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--loop-seconds", type=float, default=0.3)
+    ap.add_argument("--no-alone", dest="alone", action="store_false", help="skip the plain-process timings")
     ap.add_argument("--out", default="parity")
     args = ap.parse_args()
     files = []
@@ -215,7 +217,7 @@ def main() -> None:
         if not hits:
             ap.error(f"no file {p}* under {args.root}")
         files.append(hits[0])
-    anyio.run(run, files, args.variants, args.loop_seconds, args.out)
+    anyio.run(run, files, args.variants, args.loop_seconds, args.out, args.alone)
 
 
 if __name__ == "__main__":
