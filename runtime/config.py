@@ -14,7 +14,7 @@ Precedence, lowest first: defaults, the TOML file, environment variables
 type (`8080`, `true`, `null`); arrays and inline tables are written in TOML (`["a", "b"]`). Unknown keys are
 an error that names the key and where it came from. Every field carries a docstring, which is its
 help text (`kagentd config --print`); tests/test_config.py fails when one is missing or absent
-from the README's settings table.
+from the settings table of docs/config.md.
 """
 
 from __future__ import annotations
@@ -451,7 +451,7 @@ def render_toml(config: Config, *, secrets: bool = False) -> str:
 
 
 def render_markdown(config: Config | None = None) -> str:
-    """One table row per setting, for the README."""
+    """One table row per setting, for docs/config.md."""
     rows = ["| setting | default | meaning |", "| --- | --- | --- |"]
     for s in settings(config or Config()):
         default = "unset" if s.default is None else _toml_value(s.default)

@@ -88,7 +88,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("config", help="print the effective configuration with help")
     _common(p)
     p.add_argument("--print", action="store_true", help="print the effective configuration (the default)")
-    p.add_argument("--markdown", action="store_true", help="the settings table for the README")
+    p.add_argument("--markdown", action="store_true", help="the settings table of docs/config.md")
     p.add_argument("--check", action="store_true", help="only validate; exit 1 on errors")
     p.add_argument("--show-secrets", action="store_true", help="print api keys instead of ***")
     return ap

@@ -1,7 +1,7 @@
 """The trainer's settings: one flat Struct (STYLE 6). Every field is a `python -m trainer.run`
 flag (`max_staleness` -> `--max-staleness`); the line under each field is its help text, read
-from this file, so the flags, their help and the README cannot drift apart (a test checks the
-doc names every flag)."""
+from this file, so the flags, their help and docs/trainer.md cannot drift apart (a test checks
+the doc names every flag)."""
 
 from __future__ import annotations
 
