@@ -49,6 +49,10 @@ class BaselineEntry(msgspec.Struct):
     """Why torch.compile failed, when it did."""
     measured_at: float
     """Unix time of the measurement."""
+    eager_bytes: int | None = None
+    """Eager's footprint over its timed loop (EvalResult.memory.eager_bytes; None: not measured)."""
+    compile_bytes: int | None = None
+    """torch.compile's footprint, measured the same way."""
 
 
 class BaselineCache(Protocol):

@@ -29,7 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Literal, TypeVar, cast, get_args
@@ -41,6 +41,7 @@ from skills import ext_cache
 from skills.affinity import reserve_timing_cpus, timing_cpus
 from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.build import BuildConfig, BuildResult, build
+from skills.footprint import CandidateFootprint
 from skills.harness import protocol as P
 from skills.marks import Mark
 from skills.nvml import MemorySampler, Nvml
@@ -63,7 +64,7 @@ from skills.results import (
     StageTimes,
     TimingResult,
 )
-from skills.reward import CompositeConfig, get_reward_fn
+from skills.reward import CompositeConfig, get_reward_fn, memory_limit
 from skills.sandbox import (
     EXTENSIONS_MOUNT,
     SandboxConfig,
@@ -153,7 +154,10 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """Candidate timed calls mark their start and end on a kernel-stamped socket that the parent
     checks the reported times against (skills/marks.py; EXPLOITS row 4). Off only to measure it."""
     measure_memory: bool = True
-    """cuda: sample the workers' GPU memory from outside (NVML, skills/nvml.py) into EvalResult.memory."""
+    """Measure memory from outside the workers into EvalResult.memory: on cuda each worker's GPU peak
+    (NVML, skills/nvml.py); on both backends ModelNew's footprint during its calls
+    (skills/footprint.py) and the baselines' (the judge's own, skills/harness/peak.py), which the
+    composite reward's memory penalty compares."""
     torch_allowed: bool = False
     """Benchmarks of the harness only (`kagent bench --reference-model`, benchmarks/bench_kernelbench.py):
     grade torch compute as a solution, e.g. the problem's own Model as ModelNew. The static checks
@@ -202,6 +206,11 @@ class _State:
         """Held around timed loops: the warm pool starts no worker's CUDA meanwhile."""
         self.began = time.perf_counter()
         self.memory: MemoryUse | None = None
+        """cuda: the workers' NVML peaks (set once both are closed)."""
+        self.footprint: CandidateFootprint | None = None
+        """ModelNew's footprint, measured around its calls (None: not measured)."""
+        self.baseline_bytes: dict[str, int] = {}
+        """Each baseline's footprint (the largest of its rounds'; from the cache where its time is)."""
 
     def add_flags(self, flags: list[Flag]) -> None:
         """New flags (one per name), less the torch-op rule's where the config allows torch."""
@@ -245,12 +254,29 @@ def finish(state: _State) -> EvalResult:
         speedups=speedups, reward=None, reward_fn=None, precision=state.precision, gpu=state.gpu,
         torch_version=state.torch_version, stages=state.times, log=state.log, sandbox=state.sandbox,
         environment_fault=state.environment_fault, input_shapes=state.input_shapes,
-        torch_allowed=cfg.torch_allowed, memory=state.memory,
+        torch_allowed=cfg.torch_allowed, memory=memory_use(state),
     )
+    if result.memory is not None:
+        limit = memory_limit(result, cfg.composite)
+        result.memory.limit_bytes = int(limit) if limit is not None else None
     if state.mode == "final" and state.environment_fault is None and not (state.error and state.stage == "problem"):
         result.reward = get_reward_fn(cfg.reward_fn, cfg.composite)(result)
         result.reward_fn = cfg.reward_fn
     return result
+
+
+def memory_use(state: _State) -> MemoryUse | None:
+    """The workers' GPU peaks and each callable's footprint (None: nothing was measured)."""
+    got = state.memory or MemoryUse(judge_bytes=None, candidate_bytes=None)
+    fp = state.footprint
+    got.candidate_call_bytes = fp.bytes if fp is not None else None
+    got.candidate_method = fp.method if fp is not None else None
+    got.eager_bytes = state.baseline_bytes.get("eager") if state.eager is not None else None
+    got.compile_bytes = state.baseline_bytes.get("compile") if state.compiled_baseline is not None else None
+    if got.eager_bytes is not None or got.compile_bytes is not None:
+        got.baseline_method = "allocator" if state.config.backend == "cuda" else "peak_rss"
+    measured = (got.judge_bytes, got.candidate_bytes, got.candidate_call_bytes, got.eager_bytes, got.compile_bytes)
+    return got if any(b is not None for b in measured) else None
 
 
 def build_workspace(workspace: Path, config: EvalConfig) -> BuildResult | None:
@@ -521,6 +547,9 @@ async def _run_workers(problem: Path, built: BuildResult | None, slot: Slot,
     sampler = memory_sampler(cfg)
     if sampler is not None:
         tree = sampler.watch({"judge": judge.proc.pid, "candidate": cand.proc.pid})
+        state.footprint = CandidateFootprint.cuda(sampler.nvml, tree)
+    elif cfg.backend == "cpu" and cfg.measure_memory:
+        state.footprint = CandidateFootprint.cpu(cand.proc.pid, judge.proc.pid)
     async with anyio.create_task_group() as tg:
         tg.start_soon(judge.drain_stderr)
         tg.start_soon(cand.drain_stderr)
@@ -606,9 +635,17 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     evidence = await anyio.to_thread.run_sync(scan_build, built, scratch.workspace / "kernels",
                                               cfg.build or BuildConfig(backend=cfg.backend))
     t_scan = time.perf_counter() - t
+    if state.footprint is not None and device == "cuda":
+        # a CUDA context's memory, read on the warm judge before its job (skills/footprint.py)
+        await judge.wait_for(P.Warm, cfg.timeout_import_s)
+        state.footprint.base()
     await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=device, seed=seed,
                                   n_sets=cfg.n_sets, held_sets=cfg.held_sets, exchange_dir=str(scratch.root / "exchange"),
                                   shape_check=cfg.shape_check, evidence=evidence))
+    if state.footprint is not None and device == "cpu":
+        # what the warm candidate holds before any candidate code runs (torch imported)
+        await cand.wait_for(P.Warm, cfg.timeout_import_s)
+        state.footprint.base()
     await cand.send(P.CandStart(
         nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,
         gpu_memory_fraction=cfg.gpu_memory_fraction if device == "cuda" else None,
@@ -631,8 +668,9 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     await cand.send(P.CandInit(nonce=nonce, exchange_dir=str(scratch.root / "exchange"), shape_init=ready.shape_init,
                                judge_reserve_bytes=ready.reserve_bytes if device == "cuda" else None))
     init = await cand.expect(P.CandReady, cfg.timeout_run_s, "building ModelNew")
-    await judge.send(P.CheckRequest(nonce=nonce, timing=cfg.timing, limit_s=cfg.timeout_run_s))
-    report = await _from_judge(judge, cand, P.CheckReport, cfg.timeout_run_s, "running the input sets")
+    with _calls(state):
+        await judge.send(P.CheckRequest(nonce=nonce, timing=cfg.timing, limit_s=cfg.timeout_run_s))
+        report = await _from_judge(judge, cand, P.CheckReport, cfg.timeout_run_s, "running the input sets")
     state.sets = report.sets
     state.add_flags(report.flags)
     state.times.parts.update({"candidate init": init.seconds, **{f"judge {k}": v for k, v in report.seconds.items()}})
@@ -658,7 +696,8 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
         # the paired rounds' baselines, fresher than any cached ones, serve the next profile()
         cache.put(_baseline_key(state, sizes), BaselineEntry(
             eager=state.eager, compile=state.compiled_baseline, compile_error=state.compile_error,
-            measured_at=time.time()))
+            measured_at=time.time(), eager_bytes=state.baseline_bytes.get("eager"),
+            compile_bytes=state.baseline_bytes.get("compile")))
     state.times.timing = time.perf_counter() - t - (state.times.baselines or 0.0)  # the candidate's rounds
     state.stage = "done"
 
@@ -714,10 +753,12 @@ async def _baseline_round(judge: Worker, state: _State, nonce: str, which: list[
     async with state.quiet():
         await judge.send(P.BaselineRequest(nonce=nonce, which=which, timing=cfg.timing))
         rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")
-    for name, samples in (("eager", rep.eager), ("compile", rep.compile)):
+    for name, samples, took in (("eager", rep.eager, rep.eager_bytes), ("compile", rep.compile, rep.compile_bytes)):
         if samples is not None:
             bases.setdefault(name, []).append(_timing_result(samples))
             base_samples.setdefault(name, []).append(samples)
+        if took is not None:
+            state.baseline_bytes[name] = max(took, state.baseline_bytes.get(name, 0))
     state.compile_error = state.compile_error or rep.compile_error
     return [b for b in which if not (b == "compile" and rep.compile_error is not None)]
 
@@ -734,10 +775,11 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
         try:
             watch = _Idle(clock, pid)
             before = await watch.around(_yardstick(judge, cand, nonce, cfg))
-            await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
-                                       profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0,
-                                       candidate_pid=pid, candidate_root_pid=cand.proc.pid))
-            timed, marks = await cand.marked(_from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
+            with _calls(state):
+                await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
+                                           profile_calls=cfg.profile_calls if device == "cuda" and r == 0 else 0,
+                                           candidate_pid=pid, candidate_root_pid=cand.proc.pid))
+                timed, marks = await cand.marked(_from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
             after = await watch.around(_yardstick(judge, cand, nonce, cfg))  # the load may have changed meanwhile
         finally:
             if clock is not None:
@@ -758,6 +800,21 @@ async def _candidate_round(judge: Worker, cand: Worker, state: _State, ready: P.
              + background_check(timed) + watch.check())
     state.add_flags(flags)
     return result, timed.samples
+
+
+@contextlib.contextmanager
+def _calls(state: _State) -> Iterator[None]:
+    """Around a stretch of the candidate's calls: its footprint's window (skills/footprint.py); read
+    even when the stretch fails (a call that ran out of memory still counts)."""
+    fp = state.footprint
+    if fp is None:
+        yield
+        return
+    fp.begin()
+    try:
+        yield
+    finally:
+        fp.end()
 
 
 async def _from_judge(judge: Worker, cand: Worker, kind: type[T], limit_s: float, what: str) -> T:
@@ -890,12 +947,17 @@ async def _baselines(judge: Worker, state: _State, cache: BaselineCache | None, 
         entry = BaselineEntry(
             eager=_timing_result(rep.eager) if rep.eager else (old.eager if old else None),
             compile=_timing_result(rep.compile) if rep.compile else (old.compile if old else None),
-            compile_error=rep.compile_error, measured_at=time.time())
+            compile_error=rep.compile_error, measured_at=time.time(),
+            eager_bytes=rep.eager_bytes if rep.eager else (old.eager_bytes if old else None),
+            compile_bytes=rep.compile_bytes if rep.compile else (old.compile_bytes if old else None))
         if cache is not None:
             cache.put(key, entry)
     if entry is not None:
         state.eager = entry.eager if "eager" in cfg.baselines else None
         state.compiled_baseline = entry.compile if "compile" in cfg.baselines else None
+        for name, took in (("eager", entry.eager_bytes), ("compile", entry.compile_bytes)):
+            if took is not None:
+                state.baseline_bytes[name] = took
 
 
 def checked_calls_flags(timed: P.TimeReport) -> list[Flag]:

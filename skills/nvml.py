@@ -109,6 +109,8 @@ class TreePeaks:
         self.roots = {pid: name for name, pid in roots.items()}
         self._of: dict[int, str | None] = {}
         self.peaks: dict[str, int] = {}
+        self.window: dict[str, int] | None = None
+        """Peaks since open_window() (None: no window open): one stretch of calls."""
 
     def _owner(self, pid: int) -> str | None:
         if pid not in self._of:
@@ -118,12 +120,28 @@ class TreePeaks:
             self._of[pid] = self.roots.get(p)
         return self._of[pid]
 
-    def add(self, samples: dict[int, int]) -> None:
-        """One sample (pid -> bytes): each tree's sum, its peak kept."""
+    def sums(self, samples: dict[int, int]) -> dict[str, int]:
+        """Each tree's bytes in one sample (pid -> bytes); a tree with no process there is absent."""
         now: dict[str, int] = {}
         for pid, used in samples.items():
             name = self._owner(pid)
             if name is not None:
                 now[name] = now.get(name, 0) + used
-        for name, used in now.items():
+        return now
+
+    def add(self, samples: dict[int, int]) -> None:
+        """One sample (pid -> bytes): each tree's sum, its peak kept (and its window's)."""
+        window = self.window
+        for name, used in self.sums(samples).items():
             self.peaks[name] = max(self.peaks.get(name, 0), used)
+            if window is not None:
+                window[name] = max(window.get(name, 0), used)
+
+    def open_window(self) -> None:
+        """Keep the peaks from now on apart too (the sampler thread adds to them meanwhile)."""
+        self.window = {}
+
+    def close_window(self) -> dict[str, int]:
+        """The peaks since open_window()."""
+        window, self.window = self.window or {}, None
+        return window

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from skills.build import BuildResult
 from skills.libraries import describe
-from skills.results import EvalResult, Interval, TimingResult
+from skills.results import EvalResult, Interval, MemoryUse, TimingResult
 
 
 def fmt_interval(iv: Interval) -> str:
@@ -55,6 +55,7 @@ def format_result(r: EvalResult) -> str:
                 paired = (f"; {sp.rounds} paired rounds: " + ", ".join(f"{v:.2f}x" for v in sp.round_values)
                           + (f" (rounds differ by {100 * spread:.0f}%: the host was loaded)" if spread > 0.1 else ""))
             lines.append(f"  speedup vs {sp.baseline}: {sp.value:.2f}x [95% {sp.low:.2f}-{sp.high:.2f}] ({verdict}{paired})")
+    lines += memory_lines(r)
     for f in r.flags:
         lines.append(f"FLAG {f.name}: {f.detail}")
     if r.reward is not None:
@@ -73,6 +74,7 @@ def format_baselines(r: EvalResult) -> str:
     lines += set_lines(r)
     if r.eager is not None or r.compiled_baseline is not None:
         lines += timing_lines(r)
+        lines += memory_lines(r)
         lines.append("These are the times to beat. Write kernels/ and model_new.py, then compile(), run_tests(),"
                      " profile().")
     return "\n".join(lines)
@@ -119,6 +121,33 @@ def timing_lines(r: EvalResult) -> list[str]:
         header = ("timing (per call, on the device from the moment its work could start"
                   + ("; the waiting caller's beside):" if caller else "):"))
     return [header, *(fmt_timing(name, t) for name, t in rows)]
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "not measured"
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
+
+
+def memory_lines(r: EvalResult) -> list[str]:
+    """Each callable's footprint during its calls, measured outside ModelNew's process (what the
+    composite reward's memory penalty compares), and the default limit where ModelNew is past it."""
+    m: MemoryUse | None = r.memory
+    if m is None or (m.candidate_call_bytes is None and m.eager_bytes is None and m.compile_bytes is None):
+        return []
+    what = "GPU memory" if r.backend == "cuda" else "resident memory"
+    lines = [f"memory (peak {what} during the calls, beyond what the process held before them; weights included):"]
+    bases = [b for b in (m.eager_bytes, m.compile_bytes) if b is not None]
+    if m.candidate_call_bytes is not None or r.candidate is not None:
+        ratio = (f" ({m.candidate_call_bytes / max(bases):.1f}x the larger baseline's)"
+                 if m.candidate_call_bytes is not None and bases and max(bases) > 0 else "")
+        lines.append(f"  {'ModelNew':<14} {fmt_bytes(m.candidate_call_bytes)}{ratio}")
+    lines.append(f"  {'eager':<14} {fmt_bytes(m.eager_bytes)}")
+    lines.append(f"  {'torch.compile':<14} {fmt_bytes(m.compile_bytes)}")
+    if m.limit_bytes is not None and m.candidate_call_bytes is not None and m.candidate_call_bytes > m.limit_bytes:
+        lines.append(f"  ModelNew takes more than {fmt_bytes(m.limit_bytes)} (memory_factor x the larger baseline's"
+                     " + slack): the composite reward takes a memory penalty off")
+    return lines
 
 
 def status(r: EvalResult) -> str:

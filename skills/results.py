@@ -172,14 +172,43 @@ class StageTimes(msgspec.Struct):
     read, compare), for finding where an evaluation's time goes."""
 
 
+CandidateMemoryMethod = Literal["nvml", "peak_rss", "lifetime_rss"]
+"""How the candidate's footprint was measured, from outside its process: `nvml` (cuda: the driver's
+per-process figure of its tree, sampled every 10 ms and around its calls), `peak_rss` (cpu: the
+kernel's peak resident set of its tree, reset just before its calls), `lifetime_rss` (cpu, where a
+reset was refused: the peak since the process started, which can only read higher)."""
+BaselineMemoryMethod = Literal["allocator", "peak_rss"]
+"""How the judge measured its baselines' footprints: `allocator` (cuda: torch's peak allocated
+bytes over the timed loop), `peak_rss` (cpu: the judge's peak resident set over the timed loop)."""
+
+
 class MemoryUse(msgspec.Struct):
-    """Peak device memory of an evaluation's workers, seen from outside them (NVML, sampled by the
-    parent every 10 ms: what each process tree held on the GPU, whatever it reports itself)."""
+    """Memory of an evaluation: each worker's GPU peak (NVML, sampled by the parent every 10 ms:
+    what each process tree held on the GPU, whatever it reports itself), and each callable's own
+    footprint during its calls (the composite reward's memory penalty compares them;
+    docs/reward.md says how each is measured)."""
 
     judge_bytes: int | None
-    """The judge's process: its sets and references, the baselines' loops."""
+    """cuda: the judge's process: its sets and references, the baselines' loops."""
     candidate_bytes: int | None
-    """The candidate's process tree: its context, model, outputs and whatever its forward took."""
+    """cuda: the candidate's process tree: its context, model, outputs and whatever its forward took."""
+    candidate_call_bytes: int | None = None
+    """ModelNew's footprint: the candidate tree's peak during its calls (correctness and timed) less
+    what it held before model_new.py was imported (cpu: its resident set, torch imported; cuda: a
+    CUDA context's, read on the warm judge), on the cpu less the judge's arena it maps: its weights,
+    buffers, scratch, outputs and intermediates."""
+    eager_bytes: int | None = None
+    """Eager Model's footprint: the judge's peak over the baseline's timed loop beyond what it held
+    before it, plus the model's parameter and buffer bytes."""
+    compile_bytes: int | None = None
+    """torch.compile(Model)'s footprint, measured as eager's."""
+    candidate_method: CandidateMemoryMethod | None = None
+    """How candidate_call_bytes was measured (None: not measured)."""
+    baseline_method: BaselineMemoryMethod | None = None
+    """How eager_bytes and compile_bytes were measured (None: not measured)."""
+    limit_bytes: int | None = None
+    """The footprint ModelNew may reach before the composite reward's memory penalty, under this
+    evaluation's settings (skills.reward.memory_limit; None: no baseline's footprint measured)."""
 
 
 class EvalResult(msgspec.Struct):
@@ -243,7 +272,8 @@ class EvalResult(msgspec.Struct):
     """Shape of each tensor input at the timed sizes (what the regular sets and the timing loop
     used; the judge's JudgeReady.input_shapes); empty when the judge never got that far."""
     memory: MemoryUse | None = None
-    """cuda: peak GPU memory of the judge and the candidate (None: not measured, e.g. no NVML)."""
+    """Peak memory of the workers (cuda) and each callable's footprint (None: nothing measured,
+    e.g. no NVML, or EvalConfig.measure_memory off)."""
     torch_allowed: bool = False
     """Graded with the torch-op rule off (EvalConfig.torch_allowed: a problem's own Model as the
     solution, for benchmarks of the harness): not a kernel of the agent's."""

@@ -71,6 +71,8 @@ class Worker:
         """drain_stderr runs (a warm pool's idle worker has none: its close waits for nothing)."""
         self.closed = False
         self.marks: MarkSocket | None = None
+        self.seen: set[type] = set()
+        """Kinds of frame wait_for() has seen (Started, Warm)."""
 
     @classmethod
     async def start(cls, name: str, cmd: list[str], env: dict[str, str], nonce: str, *,
@@ -175,11 +177,15 @@ class Worker:
         """Until the worker sends a frame of this kind (Started, Warm: before any job, no nonce);
         False if it did not in time or died (the evaluation that takes the slot then reports what
         happened)."""
+        if kind in self.seen:
+            return True
         with anyio.move_on_after(limit_s):
             try:
-                while not isinstance(await self._recv(), kind):
-                    pass
-                return True
+                while True:
+                    msg = await self._recv()
+                    self.seen.add(type(msg))
+                    if isinstance(msg, kind):
+                        return True
             except (anyio.IncompleteRead, anyio.EndOfStream, anyio.ClosedResourceError, ValueError, msgspec.DecodeError):
                 return False
         return False

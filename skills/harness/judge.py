@@ -37,6 +37,7 @@ from skills.harness.compare import (
 from skills.harness.driver import CandidateFault, Driver, Echo, loop_plan, warm_mean
 from skills.harness.exchange import draw_inputs, to_device
 from skills.harness.memory import too_big
+from skills.harness.peak import Peak, model_bytes
 from skills.harness.timing import Loop, Parts, calls_for, now_ns, within_budget
 from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
 from skills.results import Flag, SetResult, dedupe_flags
@@ -533,23 +534,31 @@ class Judge:
 
     def baselines(self, req: P.BaselineRequest) -> P.BaselineReport:
         eager = compiled = None
+        eager_bytes = compile_bytes = None
         error = None
         with torch.no_grad():
             if "eager" in req.which:
-                eager = self._time(self.model, req.timing)
+                eager, eager_bytes = self._time(self.model, req.timing)
             if "compile" in req.which:
                 try:
                     if self.compiled is None:  # compiled once: later paired rounds reuse it
                         self.compiled = torch.compile(self.model)
-                    compiled = self._time(self.compiled, req.timing)
+                    compiled, compile_bytes = self._time(self.compiled, req.timing)
                 except Exception as exc:  # torch.compile failing is a fact about the problem, reported
                     error = f"{type(exc).__name__}: {exc}"[:2000]
-        return P.BaselineReport(nonce=self.start.nonce, eager=eager, compile=compiled, compile_error=error)
+        return P.BaselineReport(nonce=self.start.nonce, eager=eager, compile=compiled, compile_error=error,
+                                eager_bytes=eager_bytes, compile_bytes=compile_bytes)
 
-    def _time(self, fn: Callable[..., Any], timing: P.TimingConfig) -> P.Samples:
+    def _time(self, fn: Callable[..., Any], timing: P.TimingConfig) -> tuple[P.Samples, int | None]:
+        """The timed loop's samples, and the callable's footprint over it (its peak beyond what was
+        held before the loop, plus the model's weights: skills/harness/peak.py)."""
         loop = Loop(fn, self.sets, self.device, timing)
         mean = loop.warmup(P.rotation(len(self.sets), 3 * len(self.sets)))
-        return loop.run(P.rotation(len(self.sets), loop.n_calls(mean)))
+        peak = Peak(self.device)
+        peak.start()
+        samples = loop.run(P.rotation(len(self.sets), loop.n_calls(mean)))
+        took = peak.stop()
+        return samples, took + model_bytes(self.model) if took is not None else None
 
 
 def wait_preinit(chan: P.Channel) -> None:

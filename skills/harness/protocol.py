@@ -276,6 +276,10 @@ class BaselineReport(msgspec.Struct, tag=True, kw_only=True):
     eager: Samples | None
     compile: Samples | None
     compile_error: str | None
+    eager_bytes: int | None = None
+    """Eager's footprint over its timed loop, measured by the judge (skills/harness/peak.py)."""
+    compile_bytes: int | None = None
+    """torch.compile's footprint, measured the same way."""
 
 
 class YardstickRequest(msgspec.Struct, tag=True, kw_only=True):
