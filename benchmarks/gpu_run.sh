@@ -42,7 +42,7 @@ if [ "$1" = tests ]; then
 fi
 if [ "$1" = tests-eval ]; then  # the evaluator's GPU tests in two JUnit files (each survives the other's timeout), latency, the memory plan's hard cases
   step pytest-solutions; TAIL=30 run "${T_SOL:-300}" pytest_gpu_solutions.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-solutions-h200.xml tests/test_gpu_eval.py -k reference_solution
-  step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-h200.xml tests/test_gpu_eval.py tests/test_gpu_trust.py -k "not reference_solution"
+  step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-h200.xml tests/test_gpu_eval.py tests/test_gpu_trust.py tests/test_gpu_memory.py -k "not reference_solution"
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200; }
 fi
 if [ "$1" = rest ]; then  # what tests-eval leaves: library builds on the GPU, level-3 solutions, the cold load_inline test; latency; timing CV of 10 profiles
