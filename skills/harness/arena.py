@@ -11,9 +11,11 @@ process never holds an input set before the call that uses it, nor anything it c
 - cuda: one cuMemCreate'd block exported as a POSIX file descriptor (passed by SCM_RIGHTS like the
   memfd) and mapped by the candidate with cuMemImportFromShareableHandle + cuMemMap, at the
   allocation's own page size; where the device lacks that, a cuMemAlloc'd block with the driver's
-  legacy IPC handle (64 bytes in the offer, cuIpcOpenMemHandle), which on the H200 the candidate's
-  kernels read 1.2-2x slower than their own memory (h200-2026-12-02-parity). Both transports cross
-  the sandbox's namespaces (benchmarks/results/cuda-ipc-probe-h200.json).
+  legacy IPC handle (64 bytes in the offer, cuIpcOpenMemHandle), which on the H200 the sandboxed
+  candidate's kernels read 1.04-2x slower than their own memory (a plain child process read it at
+  full speed), so the problem's own Model timed 0.46-0.83x its eager baseline; with the fd 0.96-1.00x
+  (benchmarks/results/h200-2026-12-02-parity). Both transports cross the sandbox's namespaces
+  (benchmarks/results/cuda-ipc-probe-h200.json).
 
 Both sides see the slots as torch tensors over the shared bytes (a uint8 base, sliced and viewed).
 """
@@ -259,10 +261,10 @@ def device_create(layout: Layout) -> tuple[Arena, bytes, int]:
     the caller sends the fd and closes it).
 
     Where the device supports it, the arena is cuMemCreate'd physical memory exported as a file
-    descriptor, which the candidate maps at the allocation's own page size: a legacy IPC mapping
-    (cuIpcOpenMemHandle) of the same bytes read 1.2-2x slower in the candidate's process than its
-    own allocations on the H200 (benchmarks/results/h200-2026-12-02-parity), so the same torch
-    code timed slower as the candidate than as the eager baseline."""
+    descriptor, which the candidate maps itself: a legacy IPC mapping (cuIpcOpenMemHandle) of the
+    same bytes read 1.04-2x slower in the sandboxed candidate than its own allocations on the H200,
+    so the same torch code timed 0.46-0.83x its eager baseline; mapped from the fd, 0.96-1.00x
+    (benchmarks/results/h200-2026-12-02-parity)."""
     if vmm_supported():
         d = _drv()
         size = _vmm_size(layout.nbytes)
