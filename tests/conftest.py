@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+# The CLI sizes its tables from COLUMNS when stdout is not a terminal; pytest-xdist's workers
+# inherit a narrow one, which elided the columns tests read. One width for every test's subprocess.
+os.environ["COLUMNS"] = "160"
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = PROJECT_ROOT / "problems"
@@ -48,7 +53,13 @@ _timing.Loop.call = _moved
 
 @pytest.fixture(scope="session")
 def build_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One content-addressed build cache for the session (identical sources build once)."""
+    """One content-addressed build cache for the session (identical sources build once), shared
+    by pytest-xdist's workers (entries land by atomic rename, as with the daemon's concurrent
+    evaluations)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "kagent-build-cache"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("kagent-build-cache")
 
 
