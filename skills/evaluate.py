@@ -149,7 +149,7 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     pin_cpus: bool = False
     """On cuda, run each GPU's judge and candidate on two cores of their own that compilers keep
     off (skills/affinity.py; machines with 8 or more cores). Off by default: on the H200 it made
-    the time per call no steadier between evaluations (README, Timing stability)."""
+    the time per call no steadier between evaluations (docs/results.md, Timing stability)."""
     clock_marks: bool = True
     """Candidate timed calls mark their start and end on a kernel-stamped socket that the parent
     checks the reported times against (skills/marks.py; EXPLOITS row 4). Off only to measure it."""

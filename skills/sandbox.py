@@ -1,6 +1,6 @@
 """The sandbox around evaluation workers that run candidate code: bubblewrap + rlimits.
 
-What the candidate process sees (docs/sandbox.md; README "Security model"). Its root is an empty
+What the candidate process sees (docs/sandbox.md; docs/security.md). Its root is an empty
 tmpfs; only these are bound into it, read-only unless said otherwise:
 - the system: /usr, and /bin, /sbin, /lib, /lib32, /lib64, /libx32 as the host has them (symlinks
   or folders), which hold the C/C++ toolchain load_inline builds with (g++, /usr/lib/gcc,

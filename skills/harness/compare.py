@@ -15,7 +15,7 @@ A vanishing tail is tolerated: at most TAIL_FRAC of the elements may exceed thei
 most TAIL_FACTOR (on the H200 a fair reordering of a 33M-element softmax put 1 element at 1.08x
 its budget; a downcast puts >90% of them 10-1000x over). NaN/inf mismatches are never tolerated.
 `scale` is the RMS of r64. Legal reorderings and fp32 transcendental variants land near ratio 1;
-TF32, fp16 and bf16 shortcuts on an fp32 problem land 10-1000x over (calibration in README).
+TF32, fp16 and bf16 shortcuts on an fp32 problem land 10-1000x over (calibration in docs/results.md).
 Runs in the judge process only: the candidate's process never holds r or r64.
 
 That is the strict budget: torch's own rounding, K times over. A fair fp32 kernel whose summation

@@ -46,7 +46,7 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
     work_buffers: int = 1
     """Pointer-stable input buffer sets the baselines' calls rotate through (call i uses set i % n;
     the candidate's calls use the judge's one arena). 4 made the time per call no steadier between
-    evaluations on the H200 (README, Timing stability)."""
+    evaluations on the H200 (docs/results.md, Timing stability)."""
     lead_us: float = 100.0
     """cuda: before each timed call, queue a spin kernel this long ahead of the start event, so
     the GPU is still busy while the host launches the call: the time per call is then the device's
