@@ -11,32 +11,16 @@ process cannot lower these counts: the kernel keeps them.
 
 from __future__ import annotations
 
-import os
+from skills.schedstat import tree_tasks
 
 KIB = 1024
 ARENA_NAME = "memfd:kagent-arena"
 """How the judge's shared input/output memory shows in its /proc/PID/maps (skills/harness/arena.py)."""
 
 
-def tree_pids(root: int, limit: int = 256) -> list[int]:
-    """`root` and every live process below it (through /proc/PID/task/TID/children)."""
-    todo, seen = [root], list[int]()
-    while todo and len(seen) < limit:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        seen.append(pid)
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    todo += [int(k) for k in f.read().split()]
-            except (OSError, ValueError):
-                continue
-    return seen
+def tree_pids(root: int) -> list[int]:
+    """`root` and every live process below it (skills/schedstat.tree_tasks)."""
+    return list(dict.fromkeys(pid for pid, _ in tree_tasks(root)))
 
 
 def status(pid: int) -> dict[str, int]:

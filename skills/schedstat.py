@@ -10,7 +10,38 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
+
+TREE_LIMIT = 256
+"""Processes a tree walk visits at most (a fork bomb's tree is not walked whole)."""
+
+
+def _children(pid: int, tid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def tree_tasks(root: int, children: Callable[[int, int], bytes | None] = _children) -> Iterator[tuple[int, int]]:
+    """Every task (pid, tid) of `root` and of the live processes below it, found through
+    /proc/PID/task/TID/children (`children` reads that file: TreeClock keeps its fds open)."""
+    todo, seen = [root], set[int]()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or len(seen) > TREE_LIMIT:
+            continue
+        seen.add(pid)
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except (OSError, ValueError):
+            continue
+        for tid in tids:
+            yield pid, tid
+            kids = children(pid, tid)
+            todo += [int(k) for k in kids.split()] if kids else []
 
 
 def parent_pid(pid: int) -> int:
@@ -113,26 +144,14 @@ class TreeClock:
         t = time.time_ns()
         tasks: dict[tuple[int, int], int] = {}
         main_wait: int | None = None
-        todo, seen = [self.root], set[int]()
-        while todo:
-            pid = todo.pop()
-            if pid in seen or len(seen) > 256:
+        for pid, tid in tree_tasks(self.root, lambda p, t: self._read(p, t, "children")):
+            raw = self._read(pid, tid, "schedstat")
+            if raw is None:
                 continue
-            seen.add(pid)
-            try:
-                tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-            except (OSError, ValueError):
-                continue
-            for tid in tids:
-                raw = self._read(pid, tid, "schedstat")
-                if raw is None:
-                    continue
-                fields = raw.split()
-                tasks[(pid, tid)] = int(fields[0])
-                if pid == tid == self.pid:
-                    main_wait = int(fields[1])
-                kids = self._read(pid, tid, "children")
-                todo += [int(k) for k in kids.split()] if kids else []
+            fields = raw.split()
+            tasks[(pid, tid)] = int(fields[0])
+            if pid == tid == self.pid:
+                main_wait = int(fields[1])
         if main_wait is None:
             return None
         try:
