@@ -234,25 +234,32 @@ def _vmm_size(nbytes: int) -> int:
     return -(-nbytes // g.value) * g.value
 
 
-def _vmm_map(handle: int, size: int) -> int:
+def _vmm_arena(layout: Layout, handle: int) -> Arena:
+    """An Arena over `handle` (cuMemCreate'd or imported) mapped read-write on this device; the
+    handle is released with it, or here when it cannot be mapped."""
     d = _drv()
+    size = _vmm_size(layout.nbytes)
     p = c_uint64()
-    d.call("cuMemAddressReserve", byref(p), c_size_t(size), c_size_t(0), c_uint64(0), c_uint64(0))
+    mapped = False
     try:
+        d.call("cuMemAddressReserve", byref(p), c_size_t(size), c_size_t(0), c_uint64(0), c_uint64(0))
         d.call("cuMemMap", p, c_size_t(size), c_size_t(0), c_uint64(handle), c_uint64(0))
+        mapped = True
         desc = _AccessDesc(location=_Location(_LOC_DEVICE, _device()), flags=_PROT_RW)
         d.call("cuMemSetAccess", p, c_size_t(size), byref(desc), c_size_t(1))
     except CudaError:
-        d.call("cuMemUnmap", p, c_size_t(size))  # harmless where nothing was mapped yet
-        d.call("cuMemAddressFree", p, c_size_t(size))
+        _vmm_release(p.value, size, handle, mapped)
         raise
-    return p.value
+    ptr = p.value
+    return Arena(layout, _device_base(ptr, layout.nbytes), lambda: _vmm_release(ptr, size, handle, True))
 
 
-def _vmm_release(ptr: int, size: int, handle: int) -> None:
+def _vmm_release(ptr: int, size: int, handle: int, mapped: bool) -> None:
     d = _drv()
-    d.call("cuMemUnmap", c_uint64(ptr), c_size_t(size))
-    d.call("cuMemAddressFree", c_uint64(ptr), c_size_t(size))
+    if mapped:
+        d.call("cuMemUnmap", c_uint64(ptr), c_size_t(size))
+    if ptr:
+        d.call("cuMemAddressFree", c_uint64(ptr), c_size_t(size))
     d.call("cuMemRelease", c_uint64(handle))
 
 
@@ -267,22 +274,19 @@ def device_create(layout: Layout) -> tuple[Arena, bytes, int]:
     (benchmarks/results/h200-2026-12-02-parity)."""
     if vmm_supported():
         d = _drv()
-        size = _vmm_size(layout.nbytes)
         h = c_uint64()
-        d.call("cuMemCreate", byref(h), c_size_t(size), byref(_prop()), c_uint64(0))
+        d.call("cuMemCreate", byref(h), c_size_t(_vmm_size(layout.nbytes)), byref(_prop()), c_uint64(0))
+        fd = c_int(-1)
         try:
-            fd = c_int(-1)
             d.call("cuMemExportToShareableHandle", byref(fd), c_uint64(h.value), c_int(_POSIX_FD), c_uint64(0))
-            try:
-                ptr = _vmm_map(h.value, size)
-            except CudaError:
-                os.close(fd.value)
-                raise
         except CudaError:
             d.call("cuMemRelease", c_uint64(h.value))
             raise
-        handle = h.value
-        return Arena(layout, _device_base(ptr, layout.nbytes), lambda: _vmm_release(ptr, size, handle)), b"", fd.value
+        try:
+            return _vmm_arena(layout, h.value), b"", fd.value
+        except CudaError:
+            os.close(fd.value)
+            raise
     return (*_legacy_create(layout), -1)
 
 
@@ -305,19 +309,12 @@ def device_attach(layout: Layout, handle: bytes, fd: int = -1) -> Arena:
     legacy IPC handle."""
     d = _drv()
     if fd >= 0:
+        h = c_uint64()
         try:
-            h = c_uint64()
             d.call("cuMemImportFromShareableHandle", byref(h), c_void_p(fd), c_int(_POSIX_FD))
         finally:
             os.close(fd)
-        size = _vmm_size(layout.nbytes)
-        try:
-            ptr = _vmm_map(h.value, size)
-        except CudaError:
-            d.call("cuMemRelease", c_uint64(h.value))
-            raise
-        handle_ = h.value
-        return Arena(layout, _device_base(ptr, layout.nbytes), lambda: _vmm_release(ptr, size, handle_))
+        return _vmm_arena(layout, h.value)
     p = c_uint64()
     d.call("cuIpcOpenMemHandle_v2", byref(p), _IpcHandle.from_buffer_copy(handle), c_uint(_LAZY_PEER))
     ptr = p.value
