@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import MakeWs
+from conftest import PROBLEMS, MakeWs
 
 from skills.baselines import JsonBaselineCache
 from skills.build import BuildConfig
@@ -131,34 +131,9 @@ def test_the_tree_counts_forked_children_and_not_the_judges_arena() -> None:
 # ReLU on 4096 x 2304 floats at the cpu's small sizes: a 36 MiB output, so glibc maps each output
 # afresh (above its 32 MiB mmap threshold: no heap reuse blurs the figures) and 4x it is far past
 # the slack.
-PROBLEM = '''import torch
-import torch.nn as nn
-
-M = 8192
-N = 8192
-
-
-class Model(nn.Module):
-    """Element-wise ReLU."""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x)
-
-
-def get_inputs():
-    return [torch.randn(M, N)]
-
-
-def get_init_inputs():
-    return []
-
-
-SMALL_SIZES = {"M": 4096, "N": 2304}
-CHECK_SIZES = {"M": 320, "N": 1280}
-'''
+PROBLEM = (PROBLEMS / "level1" / "01_relu.py").read_text().replace(
+    'SMALL_SIZES = {"M": 256, "N": 1024}', 'SMALL_SIZES = {"M": 4096, "N": 2304}')
+assert '"N": 2304' in PROBLEM, "the bundled ReLU's SMALL_SIZES changed: update this test's sizes"
 OUTPUT = 36 * MIB
 
 LEAN_CPP = """#include "kagent.h"
