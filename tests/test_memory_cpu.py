@@ -180,10 +180,25 @@ KAGENT_EXPORT void relu(const float* x, float* y, int64_t n) {
   std::free(s);
 }
 """
+# The cheat on the figure: the same malloc'd 4x, then the kernel resets its own peak from inside
+# by writing "5" to /proc/self/clear_refs after the free. Raw system calls in extended asm (the
+# static checks allow extended asm for PTX and barriers, and no rule book can list every way to
+# reach a file) get past the file_access rule, so only the sandbox stands in the way: it mounts
+# /proc read-only, the write is refused and the peak stays (skills/sandbox.py). x86-64 Linux.
+RESET_CPP = MALLOC_CPP.replace("  std::free(s);\n", """  std::free(s);
+  static const char path[] = "/proc/self/clear_refs";
+  long fd;
+  asm volatile("syscall" : "=a"(fd) : "a"(257L), "D"(-100L), "S"(path), "d"(1L) : "rcx", "r11", "memory");
+  if (fd >= 0) {
+    long n;
+    asm volatile("syscall" : "=a"(n) : "a"(1L), "D"(fd), "S"("5"), "d"(1L) : "rcx", "r11", "memory");
+    asm volatile("syscall" : "=a"(n) : "a"(3L), "D"(fd) : "rcx", "r11", "memory");
+  }
+""")
+X86_64 = os.uname().machine == "x86_64"
 COMPOSITE = CompositeConfig(memory_slack_cpu_mib=32.0)
 """The test's slack, below the default (128 MiB) so that 4x a 36 MiB output is past it: the lean
-kernel reads ~2x the output + ~5 MiB (the probe call under the profiler keeps one call's output
-while it runs two more), the 4x ones ~6x; eager 1x: limits 2 x 36 + 32 = 104 MiB."""
+kernel reads ~1x the output + a few MiB, the 4x ones ~5x; eager 1x: limits 2 x 36 + 32 = 104 MiB."""
 
 
 def run_final(problem: Path, ws: Path, build_cache_dir: Path) -> EvalResult:
@@ -207,6 +222,8 @@ def problem(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("lean", LEAN_PY, LEAN_CPP, False),
     ("scratch_in_forward", SCRATCH_PY, SCRATCH_CPP, True),
     ("malloc_in_the_kernel", LEAN_PY, MALLOC_CPP, True),
+    pytest.param("malloc_then_reset_its_own_peak", LEAN_PY, RESET_CPP, True,
+                 marks=pytest.mark.skipif(not X86_64, reason="the cheat's raw system calls are x86-64's")),
 ])
 def test_memory_penalty_on_the_cpu_backend(name: str, model_new: str, kernel: str, penalised: bool,
                                            problem: Path, new_workspace: MakeWs, build_cache_dir: Path) -> None:
@@ -221,6 +238,8 @@ def test_memory_penalty_on_the_cpu_backend(name: str, model_new: str, kernel: st
     assert m.candidate_call_bytes is not None and m.eager_bytes is not None and m.compile_bytes is None
     assert m.eager_bytes >= 0.95 * OUTPUT  # eager's output counts
     assert m.candidate_call_bytes >= (5 if penalised else 0.95) * OUTPUT, (name, m)
+    if not penalised:  # the profiler's calls come after the output is handed back: one output at a time
+        assert m.candidate_call_bytes < 1.5 * OUTPUT, (name, m)
     assert over_memory(r, COMPOSITE) is penalised, (name, m)
     assert m.limit_bytes == int(2 * m.eager_bytes + 32 * MIB)  # under the evaluation's own settings
     unpenalised = composite(r, CompositeConfig(memory_slack_cpu_mib=1e9))

@@ -31,6 +31,10 @@ def _probe(what, path):
     try:
         if what == "list":
             seen = " ".join(sorted(os.listdir(path)))
+        elif what == "write":
+            with open(path, "w") as f:
+                f.write("5")
+            seen = "written"
         else:
             with open(path, "rb") as f:
                 seen = f.read(200).decode(errors="replace").replace("\\n", " ")
@@ -50,7 +54,9 @@ def probes(decoys: dict[str, Path]) -> list[tuple[str, str]]:
               ("list", str(ROOT / "tests")), ("read", str(ROOT / "tests" / "conftest.py")),
               ("list", str(ROOT / "benchmarks")), ("list", str(ROOT / "runtime")), ("list", str(ROOT / ".git")),
               ("list", str(ROOT / "problems" / "solutions")), ("read", str(decoys["var_tmp"])),
-              ("read", str(decoys["opt"])), ("read", str(decoys["home"])), ("list", "/home")]
+              ("read", str(decoys["opt"])), ("read", str(decoys["home"])), ("list", "/home"),
+              # /proc is read-only: the candidate cannot reset the peak resident set the parent reads
+              ("write", "/proc/self/clear_refs")]
     visible = [("list", str(ROOT)), ("list", "/etc"), ("list", str(Path.home())), ("read", str(ROOT / "skills" / "harness" / "candidate.py")),
                ("read", "model_new.py"), ("list", "/usr/bin")]
     return hidden + visible
@@ -102,7 +108,7 @@ def run(ws: Path) -> EvalResult:
 @pytest.mark.timeout(240)
 def test_candidate_sees_none_of_the_hosts_files(tmp_path: Path, decoys: dict[str, Path]) -> None:
     """/etc, other evaluations' scratch, the project's tests/benchmarks/runtime/.git/solutions,
-    /var/tmp, /opt, $HOME and /home are not there; the harness, its workspace copy and /usr are."""
+    /var/tmp, /opt, $HOME and /home are not there, /proc cannot be written; the harness, its workspace copy and /usr are."""
     wanted = probes(decoys)
     ws = tmp_path / "ws"
     shutil.copytree(FIXTURES / "relu_cpu", ws)

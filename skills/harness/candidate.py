@@ -206,8 +206,6 @@ class Candidate:
                 with OpRecorder() as rec:
                     ev, wall, out = loop.call(0, lead=call.lead)
                 flags += rec.flags()
-                if call.watch == "profiler" and self.device.type == "cpu":
-                    flags += _profiled_ops(loop, 1)
             outs = as_outputs(out, "ModelNew")
         except Exception as exc:
             raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
@@ -218,6 +216,13 @@ class Candidate:
         flags += _output_flags(outs, g.arena.inputs, call.seq)
         metas = _hand_back(outs, g.arena.outputs)
         del out, outs
+        if call.watch == "profiler" and self.device.type == "cpu":
+            # after the output is handed back and dropped: its calls do not hold two outputs at once,
+            # so the memory figure of this stretch is the kernel's own (docs/reward.md)
+            try:
+                flags += _profiled_ops(loop, 1)
+            except Exception as exc:
+                raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
         if self.device.type == "cuda":
             timing.sync()
         return P.Called(seq=call.seq, event_us=ev, wall_us=wall, lead_us=loop.last_lead_us if call.lead else 0.0,

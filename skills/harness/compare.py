@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -116,6 +116,19 @@ def _spans(n: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + CHUNK, n)) for lo in range(0, n, CHUNK)] or [(0, 0)]
 
 
+def _respan(pieces: Iterable[torch.Tensor]) -> Iterator[torch.Tensor]:
+    """The pieces' flat elements again, at most CHUNK at a time (each piece dropped once used)."""
+    for piece in pieces:
+        flat = piece.reshape(-1)
+        for lo in range(0, flat.numel(), CHUNK):
+            yield flat[lo:lo + CHUNK]
+        del flat, piece
+
+
+class NotFinitePieces(Exception):
+    """A reference given in pieces holds NaN or inf: the judge computes r64 whole instead."""
+
+
 class Reference:
     """Reference outputs of one input set for one output tensor, kept on the judge's device.
 
@@ -125,20 +138,35 @@ class Reference:
     budget are recomputed per CHUNK when an output is compared. So a set's references cost
     8 bytes an fp32 element, not 28 (a 4096 x 393216 relu: 12.9 GB a set, not 45)."""
 
-    def __init__(self, r: torch.Tensor, r64: torch.Tensor, budget: Budget = STRICT) -> None:
+    def __init__(self, r: torch.Tensor, r64: torch.Tensor | None, budget: Budget = STRICT, *,
+                 pieces: Iterable[torch.Tensor] | None = None) -> None:
+        """r64 whole, or (r64 None) as `pieces`: consecutive runs of its flat elements, each used
+        once and dropped (the fp64 forward run in batch slices: the judge never holds r64 whole).
+        Pieces of an output that is not finite everywhere raise NotFinitePieces (the careful
+        measure needs r64 whole)."""
         self.r = r.contiguous()
-        r64 = r64.contiguous()
+        if r64 is None and self.r.dtype == torch.float64:  # nothing to save: r64 is held whole, as r is
+            assert pieces is not None, "Reference needs r64 or its pieces"
+            r64 = torch.cat([p.reshape(-1) for p in pieces]).reshape(r.shape)
         self.mode = budget
-        self.shape = r64.shape
-        n = max(r64.numel(), 1)
+        self.shape = r.shape if r64 is None else r64.shape
+        n = max(self.r.numel(), 1)
         self._r64: torch.Tensor | None = None
         self._d: torch.Tensor | None = None
-        self.finite = self._measure(r64)
-        """r and r64 hold finite values only (the comparisons then skip NaN/inf handling)."""
-        if not self.finite:
-            self._r64 = r64
-            self._d = None
-            self._measure_slowly()
+        if r64 is not None:
+            r64 = r64.contiguous()
+            flat = r64.reshape(-1)
+            self.finite = self._measure((flat[lo:hi] for lo, hi in _spans(flat.numel())), r64)
+            """r and r64 hold finite values only (the comparisons then skip NaN/inf handling)."""
+            if not self.finite:
+                self._r64 = r64
+                self._d = None
+                self._measure_slowly()
+        else:
+            assert pieces is not None, "Reference needs r64 or its pieces"
+            self.finite = self._measure(_respan(pieces), None)
+            if not self.finite:
+                raise NotFinitePieces("the fp64 reference holds non-finite values: it must be measured whole")
         self.rel, norm_rel = _widening(budget)
         # the floor of the norm budget (the rest is K_NORM * ||e_ref||)
         self.norm_floor = ((RTOL if n < NORM_MIN_N else RTOL_NORM_LARGE) + norm_rel) * self.scale * math.sqrt(n)
@@ -148,15 +176,20 @@ class Reference:
             raise BudgetUndefined(f"the error budget is not finite (scale {self.scale:.3g}): the reference"
                                   " holds values too large to grade")
 
-    def _measure(self, r64: torch.Tensor) -> bool:
-        """One pass: d (when r is not fp64), and e_ref's sum and norm and r64's norm; True when
-        r, r64 and d are all finite (else the caller measures again the careful way)."""
-        flat_r, flat_r64 = self.r.reshape(-1), r64.reshape(-1)
-        n = flat_r64.numel()
-        d = torch.empty(n, dtype=torch.float32, device=r64.device) if self.r.dtype != torch.float64 and n else None
+    def _measure(self, chunks: Iterable[torch.Tensor], r64: torch.Tensor | None) -> bool:
+        """One pass over r64's flat elements in order, at most CHUNK at a time (`chunks`): d (when
+        r is not fp64), and e_ref's sum and norm and r64's norm; True when r, r64 and d are all
+        finite (else the caller measures again the careful way). `r64`, when whole, is kept
+        where r is fp64."""
+        flat_r = self.r.reshape(-1)
+        n = flat_r.numel()
+        d = torch.empty(n, dtype=torch.float32, device=self.r.device) if self.r.dtype != torch.float64 and n else None
         stats = []
-        for lo, hi in _spans(n):
-            r64c = flat_r64[lo:hi]
+        lo = 0
+        for r64c in chunks:
+            hi = lo + r64c.numel()
+            if hi > n:
+                raise ValueError(f"the fp64 reference has more elements than the reference ({n})")
             diff = r64c - flat_r[lo:hi].double()
             if d is not None:
                 d[lo:hi] = diff
@@ -166,6 +199,9 @@ class Reference:
                 finite &= torch.isfinite(d[lo:hi]).all()
             stats.append(torch.stack([e.sum(), torch.linalg.vector_norm(e), torch.linalg.vector_norm(r64c),
                                       finite.double()]))
+            lo = hi
+        if lo != n:
+            raise ValueError(f"the fp64 reference has {lo} elements, the reference {n}")
         rows = torch.stack(stats).tolist() if n else [[0.0, 0.0, 0.0, 1.0]]
         self._d, self._r64 = (d, None) if d is not None else (None, r64)
         self.e_ref_mean = sum(row[0] for row in rows) / max(n, 1)

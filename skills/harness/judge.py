@@ -29,6 +29,7 @@ from skills.harness.compare import (
     STRICT,
     Budget,
     BudgetUndefined,
+    NotFinitePieces,
     Reference,
     budget_for,
     compare_output,
@@ -36,7 +37,7 @@ from skills.harness.compare import (
 )
 from skills.harness.driver import CandidateFault, Driver, Echo, loop_plan, warm_mean
 from skills.harness.exchange import draw_inputs, to_device
-from skills.harness.memory import too_big
+from skills.harness.memory import SLICE_TERM, batch_rows, slice_rows, too_big
 from skills.harness.peak import Peak, model_bytes
 from skills.harness.timing import Loop, Parts, calls_for, now_ns, within_budget
 from skills.problem import LoadedProblem, ProblemError, Sizes, load_problem, shape_check_sizes
@@ -185,6 +186,14 @@ class Judge:
             # Stream instead: set 0 held, each other set drawn, referenced, checked and freed.
             self.hold = 1
             why = too_big(self.loaded, planned_sets(self.loaded, 1, start.shape_check), self.device)
+        self.sliced = False
+        """Each fp64 reference is computed in batch slices (`_references`): the whole one does not fit."""
+        self._why_big = "" if why is None else why
+        """Why the whole fp64 reference does not fit (a refusal names it when slicing cannot be done)."""
+        self._separable_seen: bool | None = None
+        if why is not None:  # the smallest need: r64 in batch slices (the same as whole where nothing can be sliced)
+            why_sliced = too_big(self.loaded, planned_sets(self.loaded, 1, start.shape_check), self.device, sliced=True)
+            self.sliced, why = why_sliced is None, why_sliced
         if why is not None:
             raise ProblemRefused(why)
         self.precision = self.loaded.problem.precision
@@ -223,11 +232,63 @@ class Judge:
         torch.save({"init_inputs": init_inputs, "state_dict": state}, self.exchange / name)
 
     def _references(self, model: Any, model64: Any, inputs: list[Any]) -> list[Reference]:
-        """The outputs under the precision policy and in fp64."""
+        """The outputs under the precision policy and in fp64 (in batch slices where the whole fp64
+        forward does not fit: `sliced`)."""
         with torch.no_grad():
             r = as_outputs(model(*inputs), "Model")
+            if self.sliced:
+                try:
+                    return self._sliced_references(model64, inputs, r)
+                except NotFinitePieces:
+                    pass  # measured whole below (a non-finite reference: the careful way needs r64 whole)
             r64 = as_outputs(model64(*to_device(inputs, self.device, double=True)), "Model")
         return [Reference(a.detach(), b.detach().double(), self.budget) for a, b in zip(r, r64, strict=True)]
+
+    def _sliced_references(self, model64: Any, inputs: list[Any], r: list[Any]) -> list[Reference]:
+        """r64 computed `slice_rows` batch rows at a time and measured piece by piece into each
+        output's Reference (r64 is never whole). Refused where row b of an output depends on other
+        rows than b (`_separable`, checked once on this set). An output of its own each: a problem
+        with k outputs runs its fp64 forward k times."""
+        rows = batch_rows(inputs, r)
+        if rows is None or not self._separable(model64, inputs, r):
+            raise ProblemRefused(self._why_big + "; and its fp64 reference cannot be computed in batch slices"
+                                 " (an output's rows depend on other input rows than their own)")
+        step = slice_rows(inputs, r)
+
+        def pieces(j: int) -> Iterator[torch.Tensor]:
+            for lo in range(0, rows, step):
+                out = as_outputs(model64(*self._rows64(inputs, rows, lo, lo + step)), "Model")
+                yield out[j].detach().double()
+                del out
+
+        return [Reference(a.detach(), None, self.budget, pieces=pieces(j)) for j, a in enumerate(r)]
+
+    def _rows64(self, inputs: list[Any], rows: int, lo: int, hi: int) -> list[Any]:
+        """Batch rows [lo, hi) of the inputs, in fp64 on the judge's device (other arguments as they are)."""
+        return to_device([a[lo:hi] if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] == rows else a
+                          for a in inputs], self.device, double=True)
+
+    def _separable(self, model64: Any, inputs: list[Any], r: list[Any]) -> bool:
+        """Row b of each output depends on row b of the inputs alone: the fp64 forward of the first
+        2m rows agrees with those of rows [0, m) and [m, 2m) run apart (m <= 4; decided once).
+        Catches a batch statistic (training-mode BatchNorm, a mean over the batch, a loss) and a
+        dependence on one row (x / x[0].sum()): the second half lacks that row."""
+        if self._separable_seen is None:
+            rows = batch_rows(inputs, r) or 0
+            m = min(4, rows // 2)
+            ok = m >= 1
+            if ok:
+                both = as_outputs(model64(*self._rows64(inputs, rows, 0, 2 * m)), "Model")
+                first = as_outputs(model64(*self._rows64(inputs, rows, 0, m)), "Model")
+                second = as_outputs(model64(*self._rows64(inputs, rows, m, 2 * m)), "Model")
+                for w, a, b in zip(both, first, second, strict=True):
+                    apart = torch.cat([a.double(), b.double()])
+                    w = w.double()
+                    scale = float(w.abs().max()) if w.numel() else 0.0
+                    if w.shape != apart.shape or not torch.allclose(w, apart, rtol=1e-9, atol=1e-12 * scale):
+                        ok = False
+            self._separable_seen = ok
+        return bool(self._separable_seen)
 
     def _budget(self, start: P.JudgeStart) -> Budget:
         """Fair or strict by the evidence about the candidate's code (skills/harness/compare.py);
@@ -286,6 +347,8 @@ class Judge:
             return 0
         ins = sum(a.numel() * a.element_size() for a in self.sets[0] if isinstance(a, torch.Tensor))
         outs = sum(r.r.numel() for r in self.refs[0])
+        if self.sliced:  # the set, r and d whole (8 bytes an element), one slice's fp64 forward
+            return ins + 8 * outs + SLICE_TERM + 64 * CHUNK
         return 3 * ins + 20 * outs + 64 * CHUNK
 
     def _shape_set(self) -> None:

@@ -1,0 +1,185 @@
+"""The fp64 reference in batch slices (skills/harness/judge.py `_sliced_references`; memory plan in
+skills/harness/memory.py): where the whole fp64 forward does not fit (KernelBench's L1Norm and
+L2Norm: 2^31 fp32 elements, 141 GiB planned whole on a 139 GiB H200), the judge runs it a batch
+slice at a time and measures each piece into the Reference, which then holds exactly what the
+whole form holds; a problem whose output rows depend on other rows is refused, not graded wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import torch
+
+from skills.harness import compare, memory
+from skills.harness.compare import STRICT, NotFinitePieces, Reference, compare_output
+from skills.harness.judge import Judge, ProblemRefused
+from skills.harness.memory import batch_rows, plan, slice_rows, too_big
+from skills.problem import load_problem
+
+
+class L1Norm(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x / torch.mean(torch.abs(x), dim=1, keepdim=True)
+
+
+class BatchCentred(torch.nn.Module):
+    """Row b depends on every row (a batch statistic)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x - x.mean(0, keepdim=True)
+
+
+class ByFirstRow(torch.nn.Module):
+    """Row b depends on row 0 (only a slice without row 0 shows it)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x / x[0].abs().sum()
+
+
+def judge_for(model64: Any) -> Judge:
+    """A judge with only what `_references` reads (no process, no problem file)."""
+    j = Judge.__new__(Judge)
+    j.device = torch.device("cpu")
+    j.budget = STRICT
+    j.sliced = True
+    j._why_big = "needs about 141.2 GiB"
+    j._separable_seen = None
+    return j
+
+
+@pytest.mark.parametrize("chunk", [1 << 24, 1000])
+def test_pieces_hold_what_the_whole_reference_holds(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """Pieces of uneven sizes (not multiples of the chunk) give the same d, statistics, budgets and
+    verdicts as r64 whole."""
+    monkeypatch.setattr(compare, "CHUNK", chunk)
+    g = torch.Generator().manual_seed(0)
+    x = torch.rand(37, 301, generator=g)
+    m = L1Norm()
+    r, r64 = m(x), m(x.double())
+    ref = Reference(r, r64)
+    flat = r64.reshape(-1)
+    cuts = [0, 5, 4000, 4001, 9000, flat.numel()]
+    sliced = Reference(r, None, pieces=(flat[a:b].clone() for a, b in zip(cuts, cuts[1:], strict=False)))
+    assert sliced._r64 is None and sliced._d is not None and ref._d is not None
+    assert torch.equal(sliced._d, ref._d)
+    assert sliced.shape == ref.shape and sliced.finite
+    for attr in ("e_ref_mean", "e_ref_norm", "scale", "norm_budget"):
+        assert getattr(sliced, attr) == pytest.approx(getattr(ref, attr), rel=1e-12), attr
+    fair = (r64 + (r64 - r.double()) * 3).float()
+    assert compare_output(0, fair, sliced).ok and compare_output(0, fair, ref).ok
+    assert not compare_output(0, r.half().float(), sliced).ok
+
+
+def test_pieces_must_cover_the_output_exactly() -> None:
+    r = torch.ones(10)
+    with pytest.raises(ValueError, match="elements"):
+        Reference(r, None, pieces=iter([torch.ones(4, dtype=torch.float64)]))
+    with pytest.raises(ValueError, match="more elements"):
+        Reference(r, None, pieces=iter([torch.ones(11, dtype=torch.float64)]))
+
+
+def test_non_finite_pieces_ask_for_the_whole_reference() -> None:
+    r = torch.ones(10)
+    r64 = torch.ones(10, dtype=torch.float64)
+    r64[7] = math.inf
+    with pytest.raises(NotFinitePieces):
+        Reference(r, None, pieces=iter([r64[:5], r64[5:]]))
+
+
+def test_the_judge_slices_a_row_wise_model_and_gets_the_whole_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """L1Norm at 64 rows, sliced 5 rows at a time: the same reference as the whole fp64 forward."""
+    monkeypatch.setattr(memory, "SLICE_BYTES", 5 * 2 * 8 * 257)  # 5 rows of fp64 input and output
+    x = torch.rand(64, 257, generator=torch.Generator().manual_seed(1))
+    m = L1Norm()
+    assert slice_rows([x], [m(x)]) == 5
+    j = judge_for(m)
+    calls: list[int] = []
+
+    class Counting(torch.nn.Module):
+        def forward(self, a: torch.Tensor) -> torch.Tensor:
+            calls.append(a.shape[0])
+            assert a.dtype == torch.float64
+            out: torch.Tensor = m(a)
+            return out
+
+    [ref] = j._references(m, Counting(), [x])
+    [want] = [Reference(m(x), m(x.double()))]
+    assert ref._d is not None and want._d is not None and torch.equal(ref._d, want._d)
+    assert max(calls) <= 8 and 5 in calls  # the separability probe (8, 4, 4 rows), then 5-row slices
+    assert sum(c for c in calls if c == 5) + 4 == 64  # 12 slices of 5 and one of 4
+
+
+@pytest.mark.parametrize("model", [BatchCentred(), ByFirstRow()], ids=["batch_statistic", "depends_on_row_0"])
+def test_a_model_whose_rows_depend_on_other_rows_is_refused(model: torch.nn.Module) -> None:
+    """Slicing it would grade against a wrong reference: the problem is refused (the memory
+    message, and why slicing cannot help), which the evaluation reports as the environment's."""
+    x = torch.rand(16, 33, generator=torch.Generator().manual_seed(2))
+    j = judge_for(model)
+    with pytest.raises(ProblemRefused, match="141.2 GiB.*batch slices"):
+        j._references(model, model, [x])
+
+
+def test_a_non_finite_sliced_reference_falls_back_to_whole() -> None:
+    class Overflow(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.div(x, x - x)  # 0/0: NaN everywhere, in fp32 and fp64 alike
+
+    x = torch.rand(8, 4)
+    j = judge_for(Overflow())
+    [ref] = j._references(Overflow(), Overflow(), [x])
+    assert ref._r64 is not None and not ref.finite
+
+
+def test_batch_rows_needs_one_leading_dimension() -> None:
+    a, b = torch.empty(8, 3), torch.empty(8)
+    assert batch_rows([a], [b]) == 8
+    assert batch_rows([a, torch.empty(3, 3)], [b]) is None  # a weight-like input without the batch
+    assert batch_rows([a], [torch.empty(())]) is None  # a scalar loss: nothing to slice
+    assert batch_rows([torch.empty(1, 3)], [torch.empty(1)]) is None
+    assert batch_rows([a, 2.0], [b]) == 8  # other arguments pass through
+
+
+L1NORM_AT_KERNELBENCH_SIZES = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x / torch.mean(torch.abs(x), dim=1, keepdim=True)
+
+
+batch_size = 32768
+dim = 65535
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_plan_fits_kernelbench_l1norm_on_an_h200_only_sliced(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KernelBench level1/38 (L1Norm) at its own sizes, 139.3 GiB free on the GPU (the H200's, as
+    measured): refused with r64 whole (141 GiB planned, margin included), fits with r64 sliced."""
+    path = tmp_path / "l1norm.py"
+    path.write_text(L1NORM_AT_KERNELBENCH_SIZES)
+    loaded = load_problem(path)
+    p = plan(loaded, 1)
+    assert p is not None and p.judge_sliced is not None and p.judge_sliced < p.judge
+    monkeypatch.setattr(memory, "available_bytes", lambda device: int(139.3 * 2**30))
+    cuda = torch.device("cuda")
+    why = too_big(loaded, 1, cuda)
+    assert why is not None and "141." in why, why
+    assert too_big(loaded, 1, cuda, sliced=True) is None
+    monkeypatch.setattr(memory, "available_bytes", lambda device: 60 * 2**30)
+    small = too_big(loaded, 1, cuda, sliced=True)
+    assert small is not None and "106." in small, small  # the smallest need is what a refusal names
