@@ -7,7 +7,8 @@
     python benchmarks/bench_eval.py repeatability [--problem level1/02_swish] [--runs 10] [--load cpu|compiles|none]
 
 solutions: `final` evaluation of every reference solution (time per call as the caller sees it,
-  summed kernel time, eager and torch.compile baselines, speedups with intervals, reward).
+  summed kernel time, eager and torch.compile baselines, speedups with intervals, reward), and a
+  second table of each one's memory against its baselines and the composite reward's limit.
 latency:   wall time of the run_tests and profile paths with baselines cached (compile excluded:
   the build is a cache hit), process start included.
 stability: the same kernel profiled in N separate evaluations; coefficient of variation of the
@@ -60,7 +61,7 @@ def run(problem: Path, ws: Path, mode: Mode, cfg: EvalConfig, cache: JsonBaselin
 
 
 def cmd_solutions(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
-    rows, records = [], []
+    rows, records, memory = [], [], []
     for problem, ws in solution_dirs(args.backend):
         r, wall = run(problem, ws, "final", cfg, cache)
         sp = {s.baseline: s for s in r.speedups}
@@ -74,10 +75,37 @@ def cmd_solutions(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
                      f"{sp['compile'].value:.2f} [{sp['compile'].low:.2f}]" if "compile" in sp else None,
                      100 * c.cv if c else None, ",".join(f.name for f in r.flags) or (r.error or "")[:60], wall])
         records.append(msgspec.to_builtins(r))
-        write_result(args.out or "eval-solutions", {"results": records, "partial": True, "env": environment()})
+        memory.append(_memory_row(r))
+        write_result(args.out or "eval-solutions", {"results": records, "memory": memory, "partial": True,
+                                                    "env": environment()})
     print(table(["problem", "reward", "us/call", "caller us", "kernel us", "marked us", "between us", "eager us", "compile us", "x eager [low]",
                  "x compile [low]", "cv %", "flags/error", "wall s"], rows))
-    return {"results": records}
+    # The composite reward's memory term under its defaults (docs/reward.md, the table of defaults)
+    print(table(["problem", "ModelNew MiB", "eager MiB", "compile MiB", "limit MiB", "x larger baseline",
+                 "penalised", "composite"],
+                [[m["problem"], m["candidate_mib"], m["eager_mib"], m["compile_mib"], m["limit_mib"], m["ratio"],
+                  m["penalised"], m["composite"]] for m in memory]))
+    return {"results": records, "memory": memory}
+
+
+def _memory_row(r: EvalResult) -> dict[str, Any]:
+    """One solution's footprints (MiB), its ratio to the larger baseline, and the composite reward
+    with and without the memory term under DEFAULT_COMPOSITE."""
+    from skills.reward import DEFAULT_COMPOSITE, composite, memory_limit, over_memory
+
+    m = r.memory
+
+    def mib(b: float | None) -> float | None:
+        return None if b is None else round(b / 2**20, 1)
+
+    base = max((b for b in (m.eager_bytes, m.compile_bytes) if b is not None), default=None) if m else None
+    used = m.candidate_call_bytes if m else None
+    return {"problem": r.problem, "correct": r.correct, "candidate_mib": mib(used),
+            "eager_mib": mib(m.eager_bytes if m else None), "compile_mib": mib(m.compile_bytes if m else None),
+            "limit_mib": mib(memory_limit(r, DEFAULT_COMPOSITE)),
+            "ratio": round(used / base, 2) if used is not None and base else None,
+            "method": m.candidate_method if m else None, "penalised": over_memory(r, DEFAULT_COMPOSITE),
+            "composite": round(composite(r, DEFAULT_COMPOSITE), 3)}
 
 
 def cmd_latency(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
