@@ -30,7 +30,7 @@ import openai
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from benchmarks.common import environment, table, write_result  # noqa: E402
-from runtime.daemon import free_port  # noqa: E402
+from runtime.kagentd_cli import free_port  # noqa: E402
 
 PROBLEM = "level1/02_swish"
 
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     policy = subprocess.Popen([sys.executable, "-m", "runtime.scripted", "--script", str(script_file),
                                "--port", str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     cfg = config(tmp, args.backend, f"http://127.0.0.1:{port}/v1", args.baselines.split(","))
-    daemon = [sys.executable, "-m", "runtime.daemon"]
+    daemon = [sys.executable, "-m", "runtime.kagentd_cli"]
     try:
         t = time.perf_counter()
         subprocess.run([*daemon, "start", "--config", str(cfg)], cwd=ROOT, env=env, check=True)

@@ -27,10 +27,11 @@ import httpx
 import msgspec
 
 from runtime.config import Config, ConfigError, default_config_path, load_config, resolve_paths
+from runtime.daemon_files import read_info, running
 from runtime.store import EpisodeStatus, Store, StoreError
+from runtime.stream_format import SEPARATOR
 
 T = TypeVar("T")
-SEPARATOR = "\n---\n\n"  # runtime/server.py puts it before the answer in a stream
 
 
 def _out(text: str) -> None:
@@ -158,8 +159,6 @@ def _daemon_url(args: argparse.Namespace, config: Config) -> str:
         return str(args.url).rstrip("/")
     if os.environ.get("KAGENT_URL"):
         return os.environ["KAGENT_URL"].rstrip("/")
-    from runtime.daemon import read_info, running
-
     paths = resolve_paths(config.daemon)
     info = read_info(paths)
     if info is not None and running(paths) == info.pid:

@@ -1,5 +1,5 @@
 """`kagentd run`: the daemon's one task group (store, scheduler, HTTP server, watchers) and its
-graceful stop. runtime/daemon.py is the command line around it."""
+graceful stop. runtime/kagentd_cli.py is the command line around it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import msgspec
 import uvicorn
 
 from runtime.config import Config, ConfigError, Paths, changed, load_config, reloadable
-from runtime.daemon import DaemonInfo, remove_own, write_atomic
+from runtime.daemon_files import DaemonInfo, remove_own, write_atomic
 from runtime.hotload import Hotloader, make_loader, watch_file, watch_problems
 from runtime.policy import Policy, make_policy
 from runtime.scheduler import Scheduler

@@ -1,5 +1,5 @@
 """Real processes for the daemon tests: the scripted policy server (`python -m runtime.scripted`)
-and kagentd (`python -m runtime.daemon`), each with hermetic XDG dirs under a temp folder.
+and kagentd (`python -m runtime.kagentd_cli`), each with hermetic XDG dirs under a temp folder.
 
 The only fake is the LLM: scripts of assistant turns replayed over HTTP by runtime/scripted.py.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from runtime.daemon import free_port
+from runtime.kagentd_cli import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
@@ -122,7 +122,7 @@ class Kagentd:
         self.config.write_text(text)
 
     def cli(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "runtime.daemon", *args, "--config", str(self.config)],
+        return subprocess.run([sys.executable, "-m", "runtime.kagentd_cli", *args, "--config", str(self.config)],
                               cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
 
     def kagent(self, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:

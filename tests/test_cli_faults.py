@@ -80,7 +80,7 @@ def test_status_with_an_api_key(daemon: Kagentd) -> None:
     flag = daemon.cli("status", "--api-key", KEY)
     assert flag.returncode == 0, flag.stderr
     env = {**daemon.env, "KAGENT_API_KEY": "wrong"}
-    wrong = subprocess.run([sys.executable, "-m", "runtime.daemon", "status", "--config", str(daemon.config)],
+    wrong = subprocess.run([sys.executable, "-m", "runtime.kagentd_cli", "status", "--config", str(daemon.config)],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert wrong.returncode == 1
     assert f"kagentd (pid {daemon.pid}, {daemon.url}) is running and wants an API key for /health" in wrong.stderr
@@ -154,7 +154,7 @@ def test_eval_picks_cpu_on_a_machine_without_cuda(tmp_path: Path) -> None:
 def test_the_readme_demo_cleans_up_when_a_step_fails(tmp_path: Path) -> None:
     """README's demo block, its set-up left out, on a free port, with a solve that fails: neither
     kagentd nor the scripted server is left running."""
-    from runtime.daemon import free_port
+    from runtime.kagentd_cli import free_port
 
     readme = (ROOT / "README.md").read_text()
     block = readme.split("## Two commands", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]

@@ -169,7 +169,7 @@ def test_xdg_paths(tmp_path: Path) -> None:
 
 def kagentd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("KAGENT_")}
-    return subprocess.run([sys.executable, "-m", "runtime.daemon", *args], env={**base, **(env or {})}, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "runtime.kagentd_cli", *args], env={**base, **(env or {})}, cwd=ROOT,
                           capture_output=True, text=True, timeout=120, check=False)
 
 

@@ -1,4 +1,4 @@
-"""kagentd as a process (runtime/daemon.py, runtime/service.py, runtime/hotload.py): start/status/
+"""kagentd as a process (runtime/kagentd_cli.py, runtime/service.py, runtime/hotload.py): start/status/
 stop, XDG files, a second daemon refused, graceful stop, cancellation, config and problem watching,
 and checkpoint hot-loading into the scripted policy server."""
 
@@ -47,7 +47,7 @@ def test_lifecycle_xdg_files_and_second_daemon(tmp_path: Path) -> None:
         assert again.returncode == 1 and f"kagentd is already running (pid {d.pid}" in again.stderr
         # A second daemon on the same store (its own pid files, so only the store lock stops it).
         second = subprocess.run(
-            [sys.executable, "-m", "runtime.daemon", "run", "--config", str(d.config),
+            [sys.executable, "-m", "runtime.kagentd_cli", "run", "--config", str(d.config),
              "--set", f"daemon.run_dir={tmp_path / 'other-run'}"],
             cwd=ROOT, env=d.env, capture_output=True, text=True, timeout=120, check=False)
         assert second.returncode == 1
@@ -112,7 +112,7 @@ def test_stop_cancels_a_slow_llm_call_at_once_and_keeps_the_turns(tmp_path: Path
         d.wait_for(lambda: d.health()["scheduler"]["running"] == 1, timeout=120, what="the episode to start")
         url = d.url
         began = time.monotonic()
-        stopper = subprocess.Popen([sys.executable, "-m", "runtime.daemon", "stop", "--config", str(d.config)],
+        stopper = subprocess.Popen([sys.executable, "-m", "runtime.kagentd_cli", "stop", "--config", str(d.config)],
                                    cwd=ROOT, env=d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         out, err = stopper.communicate(timeout=240)
         took = time.monotonic() - began

@@ -108,7 +108,7 @@ def test_core_dependencies_alone_run_kagentd_and_solve_and_the_trainer_names_its
     d = Kagentd(tmp_path, scripted.base_url)
     d.env["PATH"] = f"{python.parent}:{d.env['PATH']}"
     try:
-        started = subprocess.run([str(python), "-m", "runtime.daemon", "start", "--config", str(d.config)], cwd=ROOT,
+        started = subprocess.run([str(python), "-m", "runtime.kagentd_cli", "start", "--config", str(d.config)], cwd=ROOT,
                                  env=d.env, capture_output=True, text=True, timeout=180)
         assert started.returncode == 0, started.stdout + started.stderr
         assert Path(f"/proc/{d.pid}/exe").resolve() == python.resolve()  # the daemon runs in the core venv

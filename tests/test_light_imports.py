@@ -38,7 +38,7 @@ def heavy_after(body: str, env: dict[str, str] | None = None, cwd: Path = ROOT) 
 
 def test_config_and_cli_modules_import_no_torch() -> None:
     heavy, out = heavy_after("import runtime.config, runtime.cli_runtime, runtime.queries, runtime.transcript, "
-                             "runtime.daemon, runtime.settings, runtime.cli, runtime.hotload")
+                             "runtime.kagentd_cli, runtime.settings, runtime.cli, runtime.hotload")
     assert heavy == [], out
 
 
@@ -67,7 +67,7 @@ import io, json, os, threading
 from contextlib import redirect_stderr, redirect_stdout
 from http.server import BaseHTTPRequestHandler, HTTPServer
 import anyio
-from runtime import cli, daemon
+from runtime import cli, kagentd_cli
 from runtime.store import ProblemRow, Store, TurnRow
 
 db = os.environ["XDG_STATE_HOME"] + "/kagent/kagent.db"
@@ -98,15 +98,15 @@ def call(main, argv):
         rc = main(argv)
     return {"rc": rc, "out": out.getvalue() + err.getvalue()}
 
-results = {"status_down": call(daemon.main, ["status"]), "stop_down": call(daemon.main, ["stop"])}
-# This interpreter poses as the running daemon (its command line names runtime.daemon).
+results = {"status_down": call(kagentd_cli.main, ["status"]), "stop_down": call(kagentd_cli.main, ["stop"])}
+# This interpreter poses as the running daemon (its command line names kagentd).
 http = HTTPServer(("127.0.0.1", 0), Health)
 threading.Thread(target=http.serve_forever, daemon=True).start()
 run_dir = os.environ["XDG_STATE_HOME"] + "/kagent"
 open(run_dir + "/kagentd.pid", "w").write(str(os.getpid()))
 open(run_dir + "/kagentd.json", "w").write(json.dumps({"pid": os.getpid(), "url": "http://127.0.0.1:%d" % http.server_port,
     "db": db, "config": None, "log": None, "started": 0.0}))
-results["status_up"] = call(daemon.main, ["status"])
+results["status_up"] = call(kagentd_cli.main, ["status"])
 os.remove(run_dir + "/kagentd.pid")
 results["list"] = call(cli.main, ["episodes", "list"])
 results["show"] = call(cli.main, ["episodes", "show", "1"])

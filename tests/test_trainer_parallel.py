@@ -26,7 +26,7 @@ import torch
 from test_trainer_run import make_store, model_json
 
 from benchmarks.bench_trainer import TINY as BENCH_TINY
-from runtime.daemon import free_port
+from runtime.kagentd_cli import free_port
 from runtime.store import Store
 from trainer.config import TrainConfig
 from trainer.run import TrainerError, train
