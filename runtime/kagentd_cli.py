@@ -136,7 +136,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("watchfiles", "httpx", "httpx2", "httpcore"):  # a line per file event / HTTP call
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
-    from runtime.service import Daemon  # heavy imports (torch, the skills) only for `run`
+    from runtime.daemon import Daemon  # heavy imports (torch, the skills) only for `run`
 
     other = running(paths)
     if other is not None and other != os.getpid():

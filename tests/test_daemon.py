@@ -1,4 +1,4 @@
-"""kagentd as a process (runtime/kagentd_cli.py, runtime/service.py, runtime/hotload.py): start/status/
+"""kagentd as a process (runtime/kagentd_cli.py, runtime/daemon.py, runtime/hotload.py): start/status/
 stop, XDG files, a second daemon refused, graceful stop, cancellation, config and problem watching,
 and checkpoint hot-loading into the scripted policy server."""
 

@@ -1,4 +1,4 @@
-"""`kagentd run`: the daemon's one task group (store, scheduler, HTTP server, watchers) and its
+"""The daemon (`kagentd run`): its one task group (store, scheduler, HTTP server, watchers) and its
 graceful stop. runtime/kagentd_cli.py is the command line around it."""
 
 from __future__ import annotations
