@@ -98,6 +98,10 @@ def row_of(f: Path, r: EvalResult, wall: float, n_sets: int) -> dict[str, Any]:
         "plan_judge_gib": plan_judge, "plan_candidate_gib": plan_cand,
         "speedup_eager": next((s.value for s in r.speedups if s.baseline == "eager"), None),
         "timed_calls": r.candidate.calls if r.candidate else None,
+        "sandbox": r.sandbox,
+        # why a correctness check failed: each failing set's first failing output, as the agent reads it
+        "failed_sets": [f"set {s.set_index}: " + next(o.message for o in s.outputs if not o.ok)[:400]
+                        for s in r.sets if not s.ok and any(not o.ok for o in s.outputs)][:4],
     }
 
 

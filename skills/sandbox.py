@@ -17,9 +17,10 @@ tmpfs; only these are bound into it, read-only unless said otherwise:
 - the evaluation's own parts: the frozen workspace copy, the judge's exchange folder, the built
   library; writable: out/, and its private torch extensions folder at EXTENSIONS_MOUNT (seeded by
   the parent from skills/ext_cache.py; the cache itself is never bound);
-- a fresh /dev, its own /proc mounted read-only (so the candidate cannot write its own
-  /proc/PID/clear_refs, which would reset the peak resident set the parent reads as its memory
-  figure: skills/rss.py; nor any other /proc file), a private empty /tmp (tmpfs); its own PID, IPC, UTS and network
+- a fresh /dev, its own /proc, mounted read-only on the cpu backend (so the candidate cannot write
+  its own /proc/PID/clear_refs, which would reset the peak resident set the parent reads as its
+  memory figure: skills/rss.py; nor any other /proc file; on cuda the figure is NVML's and /proc
+  stays writable: the CUDA driver did not start with it read-only on the H200), a private empty /tmp (tmpfs); its own PID, IPC, UTS and network
   namespaces (no network at all); a user namespace where it runs as `nobody`, so root's override of
   file permissions is gone.
 Not there: other files of the host (the rest of /etc, /home, $HOME, /opt, /var, /srv, /mnt, the
@@ -140,7 +141,12 @@ def wrap(cmd: list[str], *, cfg: SandboxConfig, readable: list[Path], writable: 
                 " bubblewrap), or for code you trust set KAGENT_UNSAFE_NO_SANDBOX=1 (kagent eval"
                 " --unsafe-no-sandbox, SandboxConfig(allow_unsafe=True)).")
         return cmd
-    args = [cfg.bwrap, "--tmpfs", "/", *_system_args(), "--dev", "/dev", "--proc", "/proc", "--remount-ro", "/proc",
+    # cpu: /proc read-only, so the candidate cannot reset the peak resident set its memory figure is
+    # read from (skills/rss.py). cuda: left writable (that figure is NVML's, which no /proc write
+    # moves): with /proc read-only the CUDA driver failed to start inside the sandbox on the H200
+    # (cudaGetDeviceCount: error 304, 2026-12-03).
+    proc = ["--proc", "/proc"] if gpu else ["--proc", "/proc", "--remount-ro", "/proc"]
+    args = [cfg.bwrap, "--tmpfs", "/", *_system_args(), "--dev", "/dev", *proc,
             "--size", str(cfg.tmp_bytes), "--tmpfs", "/tmp",
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-user",
             "--uid", "65534", "--gid", "65534", "--die-with-parent", "--new-session"]
