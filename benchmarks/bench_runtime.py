@@ -66,7 +66,7 @@ def start_server(script: list[dict[str, Any]], tmp: Path, *extra: str) -> tuple[
     path = tmp / "script.json"
     path.write_text(json.dumps(script))
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "runtime.scripted", "--script", str(path), "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.fakes.scripted", "--script", str(path), "--port", str(port),
                              "--no-log", *extra], cwd=ROOT, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 60

@@ -1,7 +1,7 @@
 """kagentd end to end, measured: start-up, HTTP latency, solve requests through the official
 `openai` client (non-streaming and streaming), graceful stop.
 
-A scripted policy (runtime/scripted.py) replays the reference solution of a problem through the
+A scripted policy (runtime/fakes/scripted.py) replays the reference solution of a problem through the
 skills: write the files, compile, run_tests, profile, submit. Everything else is real: the
 daemon, the store, the build, the sandboxed evaluation workers.
 
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     port = free_port()
     script_file = tmp / "script.json"
     script_file.write_text(json.dumps({"turns": script(args.backend)}))
-    policy = subprocess.Popen([sys.executable, "-m", "runtime.scripted", "--script", str(script_file),
+    policy = subprocess.Popen([sys.executable, "-m", "runtime.fakes.scripted", "--script", str(script_file),
                                "--port", str(port)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     cfg = config(tmp, args.backend, f"http://127.0.0.1:{port}/v1", args.baselines.split(","))
     daemon = [sys.executable, "-m", "runtime.kagentd_cli"]

@@ -1,7 +1,7 @@
-"""Real processes for the daemon tests: the scripted policy server (`python -m runtime.scripted`)
+"""Real processes for the daemon tests: the scripted policy server (`python -m runtime.fakes.scripted`)
 and kagentd (`python -m runtime.kagentd_cli`), each with hermetic XDG dirs under a temp folder.
 
-The only fake is the LLM: scripts of assistant turns replayed over HTTP by runtime/scripted.py.
+The only fake is the LLM: scripts of assistant turns replayed over HTTP by runtime/fakes/scripted.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from runtime.kagentd_cli import free_port
 ROOT = Path(__file__).resolve().parents[1]
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
 RELU_SOLUTION = ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu"
-CPU_RELU_SCRIPT = ROOT / "runtime" / "scripts" / "cpu_relu.json"
+CPU_RELU_SCRIPT = ROOT / "runtime" / "fakes" / "scripts" / "cpu_relu.json"
 
 
 
@@ -51,7 +51,7 @@ def base_env(tmp: Path, cache: Path | None = None) -> dict[str, str]:
 
 
 class Scripted:
-    """`python -m runtime.scripted` as a subprocess."""
+    """`python -m runtime.fakes.scripted` as a subprocess."""
 
     def __init__(self, tmp: Path, script: list[dict[str, Any]] | Path, *, delay: float = 0.0, loop: bool = False,
                  name: str = "scripted") -> None:
@@ -62,7 +62,7 @@ class Scripted:
             path.write_text(json.dumps({"turns": script}))
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        cmd = [sys.executable, "-m", "runtime.scripted", "--script", str(path), "--port", str(self.port),
+        cmd = [sys.executable, "-m", "runtime.fakes.scripted", "--script", str(path), "--port", str(self.port),
                "--delay", str(delay), *(["--loop"] if loop else [])]
         self.log = open(tmp / f"{name}.log", "w")  # noqa: SIM115 (closed in stop)
         self.proc = subprocess.Popen(cmd, cwd=ROOT, env=base_env(tmp), stdout=self.log, stderr=subprocess.STDOUT)

@@ -19,7 +19,7 @@ import pytest
 
 from runtime.bench_rows import BenchRow, read_results
 from runtime.cli import main
-from runtime.scripted import scripted_server
+from runtime.fakes.scripted import scripted_server
 from runtime.store import Store
 from skills.sandbox import SandboxConfig
 from skills.sandbox import active as sandbox_active
@@ -202,7 +202,7 @@ def test_a_load_inline_file_is_built_ahead_and_its_final_evaluation_reuses_the_b
     assert bench is not None and bench.run.invocations[-1].prebuild_seconds is not None
 
 
-SCRIPT = [json.loads((ROOT / "runtime" / "scripts" / "cpu_relu.json").read_text())["turns"][1],
+SCRIPT = [json.loads((ROOT / "runtime" / "fakes" / "scripts" / "cpu_relu.json").read_text())["turns"][1],
           {"content": "", "tool_calls": [{"name": "submit", "arguments": {}}]}]
 """Write the relu kernel and model_new.py, then submit: right for relu, wrong for swish."""
 

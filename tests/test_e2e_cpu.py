@@ -3,7 +3,7 @@
 tests, profile, submit -> a verified answer with its speedup -> the whole trajectory with token
 ids is in SQLite and `kagent episodes show` prints it; then `kill -9` in the middle of a second
 (slow-policy) episode, restart, and nothing stored is lost; the interrupted episode is marked and
-re-queued. Everything is a real process; the only fake is the LLM (runtime/scripted.py)."""
+re-queued. Everything is a real process; the only fake is the LLM (runtime/fakes/scripted.py)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import anyio
 
 from runtime.episode import EpisodeLimits, run_episode
+from runtime.fakes.scripted import scripted_server
 from runtime.policy import PolicyConfig, make_policy
-from runtime.scripted import scripted_server
 from runtime.store import ProblemRow, Store
 from skills import load_skills
 from skills.build import BuildConfig

@@ -18,8 +18,8 @@ import pytest
 
 from runtime.episode import EpisodeEvent, EpisodeLimits, EpisodeOutcome, run_episode
 from runtime.episode_support import opening_messages
+from runtime.fakes.scripted import decode, encode, logprob, render, scripted_server
 from runtime.policy import PolicyConfig, make_policy
-from runtime.scripted import decode, encode, logprob, render, scripted_server
 from runtime.store import EpisodeDetail, ProblemRow, Store
 from skills import load_skills
 from skills.base import tool_schemas
@@ -33,7 +33,7 @@ from skills.workspace import WorkspaceConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
-RELU_SCRIPT = ROOT / "runtime" / "scripts" / "cpu_relu.json"
+RELU_SCRIPT = ROOT / "runtime" / "fakes" / "scripts" / "cpu_relu.json"
 SOLUTION = ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu"
 LIST = {"content": "", "tool_calls": [{"name": "list_files"}]}
 

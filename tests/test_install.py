@@ -52,7 +52,7 @@ def imports(path: Path) -> list[tuple[str, bool]]:
 def test_every_package_runtime_and_skills_import_is_a_core_dependency() -> None:
     dists = packages_distributions()
     first_party = {"runtime", "skills", "trainer", "synth"}
-    files = [*ROOT.glob("runtime/*.py"), *(p for p in ROOT.glob("skills/**/*.py") if "shim" not in p.parts)]
+    files = [*ROOT.glob("runtime/**/*.py"), *(p for p in ROOT.glob("skills/**/*.py") if "shim" not in p.parts)]
     wrong = []
     for path in files:
         for module, at_top in imports(path):

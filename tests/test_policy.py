@@ -23,8 +23,8 @@ import anyio
 import httpx
 import pytest
 
+from runtime.fakes.scripted import encode, logprob, render, scripted_server
 from runtime.policy import ContextFull, OpenAIPolicy, Policy, PolicyConfig, PolicyError, make_policy
-from runtime.scripted import encode, logprob, render, scripted_server
 from runtime.store_rows import Message
 from runtime.tokens import get_tool_parser, parse_hermes
 
@@ -286,7 +286,7 @@ def test_scripted_server_cli(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     script = tmp_path / "s.toml"
     script.write_text('[[turns]]\ncontent = "hi"\n[[turns.tool_calls]]\nname = "list_files"\n')
-    proc = subprocess.Popen([sys.executable, "-m", "runtime.scripted", "--script", str(script), "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.fakes.scripted", "--script", str(script), "--port", str(port)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ})
     try:
         deadline = time.monotonic() + 30
@@ -309,6 +309,6 @@ def test_scripted_server_cli(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=10)
-    bad = subprocess.run([sys.executable, "-m", "runtime.scripted", "--script", str(tmp_path / "missing.json")],
+    bad = subprocess.run([sys.executable, "-m", "runtime.fakes.scripted", "--script", str(tmp_path / "missing.json")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "missing.json" in bad.stderr

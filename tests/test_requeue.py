@@ -21,9 +21,9 @@ import anyio
 import pytest
 from test_scheduler import LIST, ROOT, sched_config, until
 
+from runtime.fakes.scripted import scripted_server
 from runtime.policy import PolicyConfig, make_policy
 from runtime.scheduler import Scheduler, SchedulerConfig
-from runtime.scripted import scripted_server
 from runtime.store import ProblemRow, Store, StoreError, migrations
 from runtime.store_sql import _statements
 

@@ -21,9 +21,9 @@ import pytest
 
 from runtime.curriculum_source import StoreCurriculum, scan_problems
 from runtime.episode import EpisodeLimits
+from runtime.fakes.scripted import scripted_server
 from runtime.policy import Policy, PolicyConfig, make_policy
 from runtime.scheduler import Draining, Scheduler, SchedulerConfig, SchedulerStatus
-from runtime.scripted import scripted_server
 from runtime.store import CurriculumRow, EpisodeRow, Store
 from skills.build import BuildConfig
 from skills.evaluate import EvalConfig

@@ -20,7 +20,7 @@ Stage = Literal["rft", "value", "ppo"]
 
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
     # A random-weight qwen2 built in code, for a quick start offline: its vocabulary is the
-    # scripted policy server's toy tokenizer (runtime/scripted.py: 3 special ids, then the 256
+    # scripted policy server's toy tokenizer (runtime/fakes/scripted.py: 3 special ids, then the 256
     # UTF-8 bytes), so it trains on the demo episodes as they were logged.
     "tiny": dict(model_type="qwen2", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, vocab_size=259, tie_word_embeddings=True,

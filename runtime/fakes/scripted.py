@@ -19,7 +19,7 @@ Switches (ScriptedOptions): no token ids, no tool calling (400 like vLLM without
 looping the last turn.
 
     async with scripted_server(script, delay_s=0.1) as base_url: ...
-    python -m runtime.scripted --script runtime/scripts/cpu_relu.json --port 8001
+    python -m runtime.fakes.scripted --script runtime/fakes/scripts/cpu_relu.json --port 8001
 """
 
 from __future__ import annotations
@@ -428,7 +428,7 @@ async def scripted_server(script: str | Path | list[Any], *, host: str = "127.0.
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m runtime.scripted", description="scripted OpenAI-compatible policy server")
+    p = argparse.ArgumentParser(prog="python -m runtime.fakes.scripted", description="scripted OpenAI-compatible policy server")
     p.add_argument("--script", required=True, help="script file (.json or .toml): a list of turns or {turns: [...]}")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
@@ -444,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         script = load_script(a.script)
     except (OSError, ValueError) as exc:
-        sys.stderr.write(f"runtime.scripted: {exc}\n")
+        sys.stderr.write(f"runtime.fakes.scripted: {exc}\n")
         return 2
     opts = ScriptedOptions(model=a.model, token_ids=not a.no_token_ids, tool_calling=not a.no_tool_calling,
                            fail_first=a.fail_first, fail_status=a.fail_status, delay_s=a.delay, loop=a.loop,
