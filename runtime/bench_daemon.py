@@ -19,7 +19,7 @@ import msgspec
 
 from runtime.bench import Job
 from runtime.bench_rows import BenchRow, fault_row, row_from_result
-from runtime.store_rows import EpisodeDetail
+from runtime.store.rows import EpisodeDetail
 
 
 class DaemonRunner:

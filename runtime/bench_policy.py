@@ -19,11 +19,11 @@ from runtime.bench import Job
 from runtime.bench_rows import BenchRow, fault_row, row_from_result
 from runtime.episode import run_episode
 from runtime.policy import Policy
-from runtime.queries import usage
 from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots, LeasedEvaluator
 from runtime.store import Store
-from runtime.store_rows import ProblemRow
+from runtime.store.queries import usage
+from runtime.store.rows import ProblemRow
 from skills.evaluate import EvalConfig
 from skills.workspace import WorkspaceConfig
 

@@ -278,7 +278,7 @@ def run_episodes(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace, db: Path) -> int:
-    from runtime import queries
+    from runtime.store import queries
 
     rows = _read(db, lambda s: s.read(lambda c: queries.episode_summaries(
         c, status=args.status, origin=args.origin, limit=max(1, args.limit))))

@@ -18,8 +18,7 @@ from typing import Protocol
 import anyio
 import msgspec
 
-from runtime.store import Store
-from runtime.store_rows import ProblemRow
+from runtime.store import ProblemRow, Store
 from skills.problem import (
     MANIFEST_NAME,
     ManifestRow,

@@ -40,12 +40,12 @@ from runtime.episode_support import (
 )
 from runtime.policy import ContextFull, Generation, Policy, PolicyError
 from runtime.settings import EpisodeLimits as EpisodeLimits  # re-exported: its old home
-from runtime.store import Store
-from runtime.store_rows import (
+from runtime.store import (
     EpisodeStatus,
     Message,
     Origin,
     ProblemRow,
+    Store,
     ToolCallRow,
     ToolCallSpec,
     TurnRow,

@@ -11,7 +11,7 @@ import re
 import msgspec
 import torch
 
-from runtime.store_rows import Message, ProblemRow
+from runtime.store import Message, ProblemRow
 from skills import reward
 from skills.results import Backend, EvalResult, Precision, Speedup, StageTimes
 from skills.reward import get_reward_fn

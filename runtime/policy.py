@@ -31,7 +31,7 @@ import openai
 from runtime.settings import PolicyConfig as PolicyConfig  # re-exported: its old home
 from runtime.settings import TokenMode as TokenMode
 from runtime.settings import server_root
-from runtime.store_rows import Message, ToolCallSpec
+from runtime.store import Message, ToolCallSpec
 from runtime.tokens import (
     HFRenderer,
     Renderer,
@@ -58,7 +58,7 @@ class ContextFull(Exception):
 
 
 class Generation(msgspec.Struct, kw_only=True):
-    """One LLM call as the store keeps it (runtime.store_rows.TurnRow without episode/index)."""
+    """One LLM call as the store keeps it (runtime.store.TurnRow without episode/index)."""
 
     text: str
     """The generated text (chat: the message content; token_in: the raw completion)."""

@@ -25,8 +25,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from runtime.store import EpisodeDetail, ToolCallRow
-from runtime.store_rows import problem_path
+from runtime.store import EpisodeDetail, ToolCallRow, problem_path
 from skills import load_skills
 from skills.base import SkillContext, SkillResult, call_skill
 from skills.baselines import BaselineCache

@@ -53,8 +53,7 @@ from runtime.problem_check import ProblemRejected, check_problem
 from runtime.settings import RayConfig
 from runtime.settings import SchedulerConfig as SchedulerConfig  # re-exported: its old home
 from runtime.slots import EvalSlots
-from runtime.store import Store
-from runtime.store_rows import Origin, ProblemRow
+from runtime.store import Origin, ProblemRow, Store
 from skills import load_skills
 from skills.eval_skills import Evaluator
 from skills.problem import ProblemError, source_id

@@ -37,14 +37,13 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from runtime import queries
 from runtime.answer import RequestError, extract_module, last_user_text, render_answer
 from runtime.config import HttpConfig
 from runtime.episode import EpisodeEvent, EpisodeOutcome
 from runtime.problem_check import ProblemRejected
 from runtime.scheduler import Draining, SchedulerStatus
-from runtime.store import EpisodeStatus, Origin, Store
-from runtime.store_export import iter_records
+from runtime.store import EpisodeStatus, Origin, Store, queries
+from runtime.store.export import iter_records
 from runtime.stream_format import SEPARATOR
 from runtime.transcript import render
 from runtime.ui import BrowserAuth, make_ui

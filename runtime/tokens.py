@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import anyio
 import msgspec
 
-from runtime.store_rows import ToolCallSpec
+from runtime.store import ToolCallSpec
 
 
 class TokenBridgeError(Exception):

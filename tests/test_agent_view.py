@@ -15,8 +15,7 @@ from test_episode import LIST, RELU, SOLUTION, episode
 
 import skills.files as files
 from runtime.episode_support import cores, opening_messages, skill_prompt
-from runtime.store import Store
-from runtime.store_rows import ProblemRow, TurnRow
+from runtime.store import ProblemRow, Store, TurnRow
 from runtime.transcript import header
 from skills import load_skills
 from skills.base import SkillContext, SkillResult, call_skill, tool_schema, tool_schemas

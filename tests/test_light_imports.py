@@ -37,7 +37,7 @@ def heavy_after(body: str, env: dict[str, str] | None = None, cwd: Path = ROOT) 
 
 
 def test_config_and_cli_modules_import_no_torch() -> None:
-    heavy, out = heavy_after("import runtime.config, runtime.cli_runtime, runtime.queries, runtime.transcript, "
+    heavy, out = heavy_after("import runtime.config, runtime.cli_runtime, runtime.store.queries, runtime.transcript, "
                              "runtime.kagentd_cli, runtime.settings, runtime.cli, runtime.hotload")
     assert heavy == [], out
 

@@ -25,7 +25,7 @@ import pytest
 
 from runtime.fakes.scripted import encode, logprob, render, scripted_server
 from runtime.policy import ContextFull, OpenAIPolicy, Policy, PolicyConfig, PolicyError, make_policy
-from runtime.store_rows import Message
+from runtime.store import Message
 from runtime.tokens import get_tool_parser, parse_hermes
 
 ROOT = Path(__file__).resolve().parents[1]

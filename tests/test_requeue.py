@@ -24,8 +24,8 @@ from test_scheduler import LIST, ROOT, sched_config, until
 from runtime.fakes.scripted import scripted_server
 from runtime.policy import PolicyConfig, make_policy
 from runtime.scheduler import Scheduler, SchedulerConfig
-from runtime.store import ProblemRow, Store, StoreError, migrations
-from runtime.store_sql import _statements
+from runtime.store import ProblemRow, Store, StoreError
+from runtime.store.sql import migrations, statements
 
 # Two episodes (on two problems) running when the process dies with kill -9.
 CRASH = """
@@ -214,7 +214,7 @@ def test_interrupted_episodes_of_a_schema_1_store_are_not_rerun(tmp_path: Path) 
     left `running` are marked and re-run as usual."""
     db = tmp_path / "k.db"
     conn = sqlite3.connect(db, isolation_level=None)
-    for stmt in _statements(migrations()[0][1]):
+    for stmt in statements(migrations()[0][1]):
         conn.execute(stmt)
     conn.execute("PRAGMA user_version = 1")
     conn.execute("INSERT INTO problems (id, name, source, code, added, updated) VALUES ('p', 'p', 't', 'x', 0, 0)")

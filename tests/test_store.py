@@ -35,8 +35,8 @@ from runtime.store import (
     ToolCallSpec,
     TrainStepRow,
     TurnRow,
-    migrations,
 )
+from runtime.store.sql import migrations
 from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.results import EvalResult, Flag, Interval, Speedup, StageTimes, TimingResult
 
@@ -691,7 +691,6 @@ def test_baselines_async_and_through_the_sync_cache(tmp_path: Path) -> None:
 def test_baselines_are_keyed_by_timing_method(tmp_path: Path) -> None:
     """Schema 3: a baseline timed by another method is not served; rows of schema 2 survive the
     upgrade with timing '' (kept, never matched by a key that names its method)."""
-    from runtime.store_sql import migrations
     from skills.harness.protocol import TimingConfig
 
     db = tmp_path / "k.db"

@@ -1,4 +1,4 @@
-"""runtime.store's writer on aiosqlite (runtime/store_writer.py), on real SQLite files: a request
+"""runtime.store's writer on aiosqlite (runtime/store/writer.py), on real SQLite files: a request
 that fails after writing part of itself leaves nothing and fails alone while the rest of its
 batch commits once; the connection's thread ends with the store; and a disk still full at close
 (a real ENOSPC on a small tmpfs): the reserve lets the final status in, and without one the close

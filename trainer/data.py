@@ -32,7 +32,8 @@ import msgspec
 import numpy as np
 import torch
 
-from runtime.store import Conn, unpack_ids, unpack_logprobs
+from runtime.store import Conn
+from runtime.store.sql import unpack_ids, unpack_logprobs
 
 GRADED = ("submitted", "turn_limit", "token_limit", "time_limit", "malformed_limit")
 """Episode statuses that are training data (running, interrupted, error, cancelled and

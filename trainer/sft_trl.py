@@ -134,7 +134,7 @@ class _JsonlSink:
 
 class _ParquetSink:
     def __init__(self, path: Path) -> None:
-        from runtime.store_export import load_pyarrow
+        from runtime.store.export import load_pyarrow
 
         self.pa, pq = load_pyarrow()
         pa = self.pa

@@ -33,7 +33,8 @@ from typing import Any, Literal
 import anyio
 import msgspec
 
-from runtime.store import EpisodeDetail, Store, ToolCallSpec, select_episode
+from runtime.store import EpisodeDetail, Store, ToolCallSpec
+from runtime.store.sql import select_episode
 from runtime.tokens import ToolParser
 
 Schemas = list[dict[str, Any]]

@@ -8,8 +8,9 @@ from urllib.parse import quote
 
 import msgspec
 
-from runtime.queries import EpisodeSummary, episode_summary
-from runtime.store import EpisodeDetail, Message, Store, ToolCallRow, TurnRow, select_episode
+from runtime.store import EpisodeDetail, Message, Store, ToolCallRow, TurnRow
+from runtime.store.queries import EpisodeSummary, episode_summary
+from runtime.store.sql import select_episode
 from runtime.transcript import completion_tokens, prompt_tokens
 from runtime.ui import evaluation
 from runtime.ui.files import FileChange, changes_by_turn, diff_lines

@@ -8,9 +8,8 @@ from typing import cast, get_args
 
 import msgspec
 
-from runtime import queries
-from runtime.queries import EpisodeFilter, EpisodeSummary, FilterChoices
-from runtime.store import EpisodeStatus, Origin, Store
+from runtime.store import EpisodeStatus, Origin, Store, queries
+from runtime.store.queries import EpisodeFilter, EpisodeSummary, FilterChoices
 from runtime.ui.html import Safe, el, esc, join, num, page, seconds, speedup, table, url, when
 from runtime.ui.params import BadRequest, Query
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import quote
 
-from runtime import queries
-from runtime.queries import ProblemStats, RewardPoint, VerifiedSolution
-from runtime.store import Conn, EpisodeDetail, ProblemRow, Store, select_episode, select_problems
+from runtime.store import Conn, EpisodeDetail, ProblemRow, Store, queries
+from runtime.store.queries import ProblemStats, RewardPoint, VerifiedSolution
+from runtime.store.sql import select_episode, select_problems
 from runtime.ui.charts import ChartData, chart, points
 from runtime.ui.evaluation import dl
 from runtime.ui.files import Files, replay

@@ -7,16 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import get_args
 
-from runtime import queries
-from runtime.queries import PolicyStats
-from runtime.store import (
-    PolicyRow,
-    Store,
-    TrainStage,
-    TrainStepRow,
-    select_policies,
-    select_train_steps,
-)
+from runtime.store import PolicyRow, Store, TrainStage, TrainStepRow, queries
+from runtime.store.queries import PolicyStats
+from runtime.store.sql import select_policies, select_train_steps
 from runtime.ui.charts import ChartData, chart, points
 from runtime.ui.html import Safe, el, join, num, page, table, url, when
 from runtime.ui.params import NotFound, Query

@@ -1,5 +1,5 @@
 """The store's writer task (DESIGN §7): the one aiosqlite connection that writes, and the
-transactions it runs for runtime/store.py.
+transactions it runs for runtime/store/store.py.
 
 Requests queue on a memory object stream; the writer takes what is queued (up to `max_batch`) and
 runs it as one `BEGIN IMMEDIATE ... COMMIT`, acknowledging each request after the commit. A
@@ -31,12 +31,12 @@ import anyio
 from anyio import to_thread
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from runtime.store_rows import StoreBusy, StoreError, StoreWriteFailed
-from runtime.store_sql import AsyncConn, translate
+from runtime.store.rows import StoreBusy, StoreError, StoreWriteFailed
+from runtime.store.sql import AsyncConn, translate
 
 T = TypeVar("T")
 WriteFn = Callable[[AsyncConn], Awaitable[T]]
-"""A write: `async fn(db)` of runtime/store_sql.py (called again when its batch is re-run)."""
+"""A write: `async fn(db)` of runtime/store/sql.py (called again when its batch is re-run)."""
 log = logging.getLogger("kagent.store")
 
 OWN_FAULT = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError, sqlite3.DataError)

@@ -1,7 +1,7 @@
 """The store's records (DESIGN §7): the msgspec row Structs, the Literal modes and the errors.
 
-The SQL that writes and reads them is in runtime/store_sql.py; the Store in runtime/store.py
-(which re-exports all of these).
+The SQL that writes and reads them is in runtime/store/sql.py; the Store in runtime/store/store.py
+(the package, runtime.store, exports all of these).
 """
 
 from __future__ import annotations

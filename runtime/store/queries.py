@@ -1,5 +1,6 @@
-"""Read-only SQL the daemon, the HTTP server and the CLI need beyond runtime/store.py: plain
-`fn(conn)` functions, run through `Store.read(fn)` (one read transaction each)."""
+"""Read-only SQL the daemon, the HTTP server, the CLI and the viewer need beyond the rows' own
+reads (runtime/store/sql.py): plain `fn(conn)` functions, run through `Store.read(fn)` (one read
+transaction each)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from typing import Any
 
 import msgspec
 
-from runtime.store import Conn, EpisodeStatus, Origin
+from runtime.store.rows import EpisodeStatus, Origin
+from runtime.store.sql import Conn
 
 
 class EpisodeSummary(msgspec.Struct, kw_only=True):
-    """One line per episode (the `episode_summary` view)."""
+    """One line per episode (the `episode_summary` view).
+
+    Not the store's EpisodeRow: the view's row, with the columns it computes (the problem's name,
+    wall time, counts, the final speedups), as GET /v1/episodes sends it and `kagent episodes
+    list` and the viewer show it: a wire format of its own."""
 
     id: int
     """Episode id."""

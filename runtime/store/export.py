@@ -7,32 +7,36 @@ a trainer masks 1 on completion_ids and 0 on the rest.
 
 Parquet needs pyarrow (optional); `datasets.load_dataset("parquet", data_files=PATH)` reads it.
 Both writers go through a temporary file and rename, so a failed export leaves no half file.
+
+The functions take anything with the Store's `read(fn)` (`Reader`), not the Store class, so the
+Store (runtime/store/store.py, whose `export_jsonl` / `export_parquet` call them) and this module
+do not import each other.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 import anyio
 import msgspec
 from anyio import to_thread
 
-from runtime.store import (
-    Conn,
-    EpisodeDetail,
-    EpisodeStatus,
-    Origin,
-    Store,
-    StoreError,
-    select_episode,
-)
+from runtime.store.rows import EpisodeDetail, EpisodeStatus, Origin, StoreError
+from runtime.store.sql import Conn, select_episode, select_episodes
 
+T = TypeVar("T")
 CHUNK = 64
 """Episodes read per read transaction (bounds memory and the time a reader pins the WAL)."""
+
+
+class Reader(Protocol):
+    """What an export needs of the store: `Store.read`."""
+
+    async def read(self, fn: Callable[[Conn], T]) -> T: ...
 
 
 class FunctionCall(msgspec.Struct):
@@ -88,7 +92,13 @@ class ExportTurn(msgspec.Struct):
 
 
 class ExportEpisode(msgspec.Struct):
-    """One exported episode."""
+    """One exported episode.
+
+    Not the store's EpisodeRow (runtime/store/rows.py): this is the export's wire format, one
+    JSONL line / Parquet row as documented (docs/runtime.md) and as `_arrow_schema` spells it,
+    flat, named for readers outside kagent (`episode_id`, the problem's name, the speedups of the
+    final evaluation), with the conversation and the token arrays; a change here changes files
+    others read."""
 
     episode_id: int
     """Episode id in the store."""
@@ -154,17 +164,17 @@ def _select_many(conn: Conn, ids: list[int]) -> list[EpisodeDetail | None]:
     return [select_episode(conn, i) for i in ids]
 
 
-async def iter_records(store: Store, *, finished: bool | None = True,
+async def iter_records(store: Reader, *, finished: bool | None = True,
                        trainable: bool | None = None) -> AsyncIterator[list[ExportEpisode]]:
     """Export records in chunks of CHUNK episodes, by episode id."""
-    ids = [e.id for e in await store.list_episodes(finished=finished, trainable=trainable)]
+    ids = [e.id for e in await store.read(partial(select_episodes, finished=finished, trainable=trainable))]
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start:start + CHUNK]
         details = await store.read(partial(_select_many, ids=chunk))
         yield [episode_record(d) for d in details if d is not None]
 
 
-async def export_jsonl(store: Store, path: Path, *, finished: bool | None = True,
+async def export_jsonl(store: Reader, path: Path, *, finished: bool | None = True,
                        trainable: bool | None = None) -> int:
     """Write one JSON object per episode; returns the number written."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -207,7 +217,7 @@ def load_pyarrow() -> tuple[Any, Any]:
     return pa, pq
 
 
-async def export_parquet(store: Store, path: Path, *, finished: bool | None = True,
+async def export_parquet(store: Reader, path: Path, *, finished: bool | None = True,
                          trainable: bool | None = None) -> int:
     """Write a Parquet file, one row per episode (one row group per chunk); returns the rows."""
     pa, pq = load_pyarrow()

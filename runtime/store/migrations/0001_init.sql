@@ -1,4 +1,4 @@
--- kagent store, schema 1 (DESIGN.md §7). Applied by runtime/store.py, which sets
+-- kagent store, schema 1 (DESIGN.md §7). Applied by runtime/store/sql.py (migrate), which sets
 -- PRAGMA user_version to the number of the last migration applied.
 --
 -- Conventions

@@ -1,12 +1,13 @@
 """The store's SQL as plain functions (DESIGN §7): connections and migrations, SQLite error
 translation, writes, reads, and the token-array packing. Each runs on the connection it is given;
-transactions are the caller's (runtime/store.py). The schema is in runtime/migrations/NNNN_*.sql,
-and PRAGMA user_version is the number of the last one applied.
+transactions are the caller's (runtime/store/store.py). The schema is in
+runtime/store/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one applied.
 
 Writes (and the migrations) are `async fn(db)` on the writer's aiosqlite connection (`AsyncConn`);
 reads are sync `fn(conn)` on a plain sqlite3 connection (`Conn`), because every reader runs them:
-the store's read connection on a worker thread, `Store.read(fn)` callers (the trainer's data
-queries, the HTTP server's and the CLI's runtime/queries.py) and the sync StoreBaselineCache.
+the store's read connection on a worker thread, `Store.read(fn)` callers (the trainer's reads in
+runtime/store/training.py, the HTTP server's and the CLI's in runtime/store/queries.py) and the
+sync StoreBaselineCache.
 
 Token arrays are BLOBs of little-endian int32 (ids) / float32 (logprobs); the view
 `turn_arrays` shows them as JSON.
@@ -26,7 +27,7 @@ import aiosqlite
 import msgspec
 import numpy as np
 
-from runtime.store_rows import (
+from runtime.store.rows import (
     CurriculumRow,
     EpisodeDetail,
     EpisodeRow,
@@ -111,9 +112,9 @@ async def connect_writer(path: Path, *, busy_timeout_s: float = 5.0) -> AsyncCon
 
 
 def migrations() -> list[tuple[int, str]]:
-    """(number, sql) of runtime/migrations/NNNN_name.sql, in order; numbers run 1..N."""
+    """(number, sql) of runtime/store/migrations/NNNN_name.sql, in order; numbers run 1..N."""
     found: list[tuple[int, str]] = []
-    for entry in (importlib.resources.files("runtime") / "migrations").iterdir():
+    for entry in (importlib.resources.files("runtime.store") / "migrations").iterdir():
         m = re.fullmatch(r"(\d{4})_\w+\.sql", entry.name)
         if m:
             found.append((int(m[1]), entry.read_text(encoding="utf-8")))
@@ -123,7 +124,8 @@ def migrations() -> list[tuple[int, str]]:
     return found
 
 
-def _statements(sql: str) -> Iterator[str]:
+def statements(sql: str) -> Iterator[str]:
+    """The statements of a migration file, one at a time (SQLite's own idea of a complete one)."""
     buf = ""
     for line in sql.splitlines(keepends=True):
         buf += line
@@ -149,7 +151,7 @@ async def migrate(db: AsyncConn, path: Path) -> int:
         try:
             # Another process may have migrated between our read and our lock.
             if (await _first(db, "PRAGMA user_version"))[0] < number:
-                for stmt in _statements(sql):
+                for stmt in statements(sql):
                     await db.execute(stmt)
                 await db.execute(f"PRAGMA user_version = {number}")
             await db.execute("COMMIT")
@@ -196,7 +198,8 @@ def translate(exc: BaseException, path: Path, busy_timeout_s: float) -> BaseExce
 # left open in a transaction).
 
 
-def _json(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A value as compact JSON text (what the TEXT columns hold)."""
     return msgspec.json.encode(value).decode()
 
 
@@ -271,8 +274,8 @@ async def insert_turn(db: AsyncConn, t: TurnRow, blobs: tuple[bytes | None, byte
         "INSERT INTO turns (episode_id, idx, policy_version, messages, prompt_prefix, prompt_ids,"
         " completion_ids, logprobs, sampling, finish_reason, text, tool_calls, prompt_tokens,"
         " completion_tokens, duration, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (t.episode_id, t.index, t.policy_version, _json(t.messages), t.prompt_prefix, *blobs,
-         _json(t.sampling), t.finish_reason, t.text, _json(t.tool_calls), t.prompt_tokens,
+        (t.episode_id, t.index, t.policy_version, json_text(t.messages), t.prompt_prefix, *blobs,
+         json_text(t.sampling), t.finish_reason, t.text, json_text(t.tool_calls), t.prompt_tokens,
          t.completion_tokens, t.duration, t.created))
     return int(cur.lastrowid or 0)
 
@@ -339,9 +342,9 @@ async def insert_evaluation(db: AsyncConn, r: EvalResult, episode_id: int | None
         " torch_version, precision, seconds, result, created, executor)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (episode_id, tool_call_id, r.problem_id, r.mode, r.backend, r.compiled, r.correct, r.stage,
-         _json([f.name for f in r.flags]), r.reward, r.reward_fn,
+         json_text([f.name for f in r.flags]), r.reward, r.reward_fn,
          r.candidate.per_call_us.median if r.candidate else None, speed.get("eager"),
-         speed.get("compile"), r.gpu, r.torch_version, r.precision, r.stages.total, _json(r), created,
+         speed.get("compile"), r.gpu, r.torch_version, r.precision, r.stages.total, json_text(r), created,
          r.executor))
     return int(cur.lastrowid or 0)
 
@@ -353,7 +356,7 @@ _UPSERT_BASELINE = (
 
 
 def _baseline_args(key: BaselineKey, entry: BaselineEntry) -> tuple[Any, ...]:
-    return (key.problem_id, key.device, key.torch_version, key.precision, key.sizes, key.timing, _json(entry),
+    return (key.problem_id, key.device, key.torch_version, key.precision, key.sizes, key.timing, json_text(entry),
             entry.measured_at)
 
 
@@ -381,14 +384,15 @@ async def insert_train_step(db: AsyncConn, s: TrainStepRow) -> int:
     cur = await db.execute(
         "INSERT INTO train_steps (run, stage, step, policy_version, episodes, metrics, created)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (s.run, s.stage, s.step, s.policy_version, _json(s.episodes), _json(s.metrics), s.created))
+        (s.run, s.stage, s.step, s.policy_version, json_text(s.episodes), json_text(s.metrics), s.created))
     return int(cur.lastrowid or 0)
 
 
 # ------------------------------------------------------------------------------------- reads
 
-_EPISODE_COLS = ("id, problem_id, policy_version, origin, status, reward, trainable, started, finished,"
-                 " policy_seconds, tool_seconds, error")
+EPISODE_COLUMNS = ("id, problem_id, policy_version, origin, status, reward, trainable, started, finished,"
+                   " policy_seconds, tool_seconds, error")
+"""The columns of an EpisodeRow, in its order."""
 _PROBLEM_COLS = "id, name, source, level, path, precision, tier, code, manifest"
 
 
@@ -399,7 +403,8 @@ def _row(cur: sqlite3.Cursor, values: tuple[Any, ...]) -> dict[str, Any]:
     return {d[0]: v for d, v in zip(cur.description, values, strict=True)}
 
 
-def _rows(cur: sqlite3.Cursor, typ: type[T]) -> list[T]:
+def typed_rows(cur: sqlite3.Cursor, typ: type[T]) -> list[T]:
+    """The cursor's rows as `typ`, each column by its name (`SELECT EPISODE_COLUMNS` -> EpisodeRow)."""
     return [msgspec.convert(_row(cur, v), typ, strict=False) for v in cur.fetchall()]
 
 
@@ -420,15 +425,15 @@ def select_episodes(conn: Conn, *, status: EpisodeStatus | None = None, finished
             args.append(value)
     if finished is not None:
         where.append("status != 'running'" if finished else "status = 'running'")
-    sql = f"SELECT {_EPISODE_COLS} FROM episodes"
+    sql = f"SELECT {EPISODE_COLUMNS} FROM episodes"
     sql += f" WHERE {' AND '.join(where)}" if where else ""
     sql += " ORDER BY id" + (f" LIMIT {int(limit)}" if limit is not None else "")
-    return _rows(conn.execute(sql, args), EpisodeRow)
+    return typed_rows(conn.execute(sql, args), EpisodeRow)
 
 
 def select_pending_reruns(conn: Conn) -> list[EpisodeRow]:
     """Episodes waiting for a re-run (`rerun_pending`), oldest first."""
-    return _rows(conn.execute(f"SELECT {_EPISODE_COLS} FROM episodes WHERE rerun_pending = 1 ORDER BY id"),
+    return typed_rows(conn.execute(f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE rerun_pending = 1 ORDER BY id"),
                  EpisodeRow)
 
 
@@ -460,12 +465,12 @@ def select_evaluations(conn: Conn, episode_id: int) -> list[EvaluationRow]:
 
 def select_episode(conn: Conn, episode_id: int) -> EpisodeDetail | None:
     """The episode with its turns, tool calls and evaluations (call inside one read transaction)."""
-    cur = conn.execute(f"SELECT {_EPISODE_COLS} FROM episodes WHERE id = ?", (episode_id,))
-    episodes = _rows(cur, EpisodeRow)
+    cur = conn.execute(f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ?", (episode_id,))
+    episodes = typed_rows(cur, EpisodeRow)
     if not episodes:
         return None
     cur = conn.execute(f"SELECT {_PROBLEM_COLS} FROM problems WHERE id = ?", (episodes[0].problem_id,))
-    problem = _rows(cur, ProblemRow)[0]
+    problem = typed_rows(cur, ProblemRow)[0]
     cur = conn.execute("SELECT id, episode_id, idx, policy_version, messages, prompt_prefix, prompt_ids,"
                        " completion_ids, logprobs, sampling, finish_reason, text, tool_calls,"
                        " prompt_tokens, completion_tokens, duration, created FROM turns"
@@ -489,16 +494,16 @@ def select_baseline(conn: Conn, key: BaselineKey) -> BaselineEntry | None:
 
 def select_problems(conn: Conn, problem_id: str | None = None) -> list[ProblemRow]:
     where = " WHERE id = ?" if problem_id is not None else ""
-    return _rows(conn.execute(f"SELECT {_PROBLEM_COLS} FROM problems{where} ORDER BY name",
+    return typed_rows(conn.execute(f"SELECT {_PROBLEM_COLS} FROM problems{where} ORDER BY name",
                               () if problem_id is None else (problem_id,)), ProblemRow)
 
 
 def select_policies(conn: Conn) -> list[PolicyRow]:
-    return _rows(conn.execute("SELECT version, path, created FROM policies ORDER BY version"), PolicyRow)
+    return typed_rows(conn.execute("SELECT version, path, created FROM policies ORDER BY version"), PolicyRow)
 
 
 def select_curriculum(conn: Conn) -> list[CurriculumRow]:
-    return _rows(conn.execute("SELECT problem_id, tier, attempts, successes, mean_reward, recent_success,"
+    return typed_rows(conn.execute("SELECT problem_id, tier, attempts, successes, mean_reward, recent_success,"
                               " weight, updated FROM curriculum ORDER BY problem_id"), CurriculumRow)
 
 

@@ -5,7 +5,7 @@ call, evaluations, baselines, curriculum and train steps.
         eid = await store.start_episode(problem_id, policy_version=3)
         await store.add_turn(TurnRow(episode_id=eid, index=0, text="...", completion_ids=[...]))
 
-Writes: one writer task owns the only writing connection, an aiosqlite one (runtime/store_writer.py):
+Writes: one writer task owns the only writing connection, an aiosqlite one (runtime/store/writer.py):
 queued requests are batched into one `BEGIN IMMEDIATE ... COMMIT` each and acknowledged after
 the commit; a bad request (a constraint violated) fails alone; a failed commit (disk full, I/O
 error) fails the whole batch and nothing of it is stored. An episode's final status that failed
@@ -15,16 +15,16 @@ write it, and what still cannot be written is raised as StoreWriteFailed naming 
 
 Reads: a second, read-only connection, plain sqlite3 on a worker thread, runs sync `fn(conn)`
 functions (`read(fn)`, one read transaction each). They stay sync because they are the contract
-every reader shares: runtime/queries.py (the HTTP server, the CLI), the trainer's data queries,
-and the sync StoreBaselineCache; aiosqlite has no public way to run a sync function on its
+every reader shares: runtime/store/queries.py (the HTTP server, the CLI, the viewer),
+runtime/store/training.py (the trainer) and the sync StoreBaselineCache; aiosqlite has no public way to run a sync function on its
 connection, and a read needs no ordering with the writer (WAL: it sees the last commit).
 aiosqlite runs on asyncio only: open the store under anyio's asyncio backend (the default of
 `anyio.run`, and what kagentd's uvicorn runs on), not trio.
 
-The SQL lives in plain functions in runtime/store_sql.py (writes `async fn(db)`, reads
-`fn(conn)`), the row types and errors in runtime/store_rows.py (both re-exported here); the
-schema in runtime/migrations/NNNN_*.sql, and PRAGMA user_version is the number of the last one
-applied.
+The SQL lives in plain functions in runtime/store/sql.py (writes `async fn(db)`, reads
+`fn(conn)`), the row types and errors in runtime/store/rows.py (the package exports them with the
+Store); the schema in runtime/store/migrations/NNNN_*.sql, and PRAGMA user_version is the number
+of the last one applied.
 
 A daemon holds a flock on the database file itself while the store is open, so a second
 daemon on the same file (by any path or hard link) refuses. The trainer, which shares the file
@@ -50,31 +50,26 @@ import anyio
 from anyio import to_thread
 from anyio.streams.memory import MemoryObjectSendStream
 
-from runtime.store_rows import (
+from runtime.store import export
+from runtime.store.rows import (
     CurriculumRow,
     EpisodeDetail,
     EpisodeRow,
     EpisodeStatus,
-    EvaluationRow,
-    Message,
     Origin,
     PolicyRow,
     ProblemRow,
-    StoreBusy,
     StoreError,
     StoreInUse,
     StoreSchemaError,
     StoreWriteFailed,
     ToolCallRow,
-    ToolCallSpec,
-    TrainStage,
     TrainStepRow,
     TurnRow,
 )
-from runtime.store_sql import (
+from runtime.store.sql import (
     AsyncConn,
     Conn,
-    _json,
     add_problem,
     connect,
     connect_writer,
@@ -84,6 +79,7 @@ from runtime.store_sql import (
     insert_tool_call,
     insert_train_step,
     insert_turn,
+    json_text,
     migrate,
     migrations,
     pack_ids,
@@ -94,14 +90,11 @@ from runtime.store_sql import (
     select_curriculum,
     select_episode,
     select_episodes,
-    select_evaluations,
     select_pending_reruns,
     select_policies,
     select_problems,
     select_train_steps,
     translate,
-    unpack_ids,
-    unpack_logprobs,
     update_finished,
     update_interrupted,
     update_rerun_pending,
@@ -110,27 +103,9 @@ from runtime.store_sql import (
     upsert_curriculum,
     upsert_problems,
 )
-from runtime.store_writer import Request, Reserve, Retry, WriteFn, unwritten, write_loop
+from runtime.store.writer import Request, Reserve, Retry, WriteFn, unwritten, write_loop
 from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
 from skills.results import EvalResult
-
-__all__ = [
-    # the store
-    "Store", "StoreBaselineCache", "TrajectoryStore",
-    # runtime.store_rows: row types, modes, errors
-    "CurriculumRow", "EpisodeDetail", "EpisodeRow", "EpisodeStatus", "EvaluationRow", "Message",
-    "Origin", "PolicyRow", "ProblemRow", "ToolCallRow", "ToolCallSpec", "TrainStage",
-    "TrainStepRow", "TurnRow",
-    "StoreBusy", "StoreError", "StoreInUse", "StoreSchemaError", "StoreWriteFailed",
-    # runtime.store_sql: connections, migrations, fn(conn) SQL, token arrays
-    "AsyncConn", "Conn", "add_problem", "connect", "connect_writer", "migrate", "migrations", "schema_version", "translate",
-    "insert_episode", "insert_evaluation", "insert_policy", "insert_tool_call", "insert_train_step",
-    "insert_turn", "record_policy_path", "update_finished", "update_interrupted", "update_rerun_pending",
-    "upsert_baseline", "upsert_baseline_sync", "upsert_curriculum",
-    "upsert_problems", "select_baseline", "select_curriculum", "select_episode", "select_episodes",
-    "select_evaluations", "select_pending_reruns", "select_policies", "select_problems", "select_train_steps",
-    "pack_ids", "pack_logprobs", "unpack_ids", "unpack_logprobs",
-]
 
 T = TypeVar("T")
 
@@ -318,7 +293,7 @@ class Store:
         await self.upsert_problems([row])
 
     async def add_problem(self, row: ProblemRow) -> ProblemRow:
-        """The stored row for `row.id`: `row` when new, else the existing one (see store_sql)."""
+        """The stored row for `row.id`: `row` when new, else the existing one (see sql.add_problem)."""
         return await self.write(lambda db: add_problem(db, row), f"add_problem({row.name})")
 
     async def get_problem(self, problem_id: str) -> ProblemRow | None:
@@ -335,7 +310,7 @@ class Store:
 
     async def record_policy(self, path: str) -> int:
         """The policy version of checkpoint `path`: the one recorded for it, else the next (one
-        transaction; see store_sql.record_policy_path)."""
+        transaction; see sql.record_policy_path)."""
         return await self.write(lambda db: record_policy_path(db, path, time.time()), f"record_policy({path})")
 
     async def list_policies(self) -> list[PolicyRow]:
@@ -359,7 +334,7 @@ class Store:
                                 f"add_turn(episode {turn.episode_id}, index {turn.index})")
 
     async def add_tool_call(self, call: ToolCallRow) -> int:
-        record = None if call.record is None else _json(call.record)
+        record = None if call.record is None else json_text(call.record)
         return await self.write(lambda db: insert_tool_call(db, call, record),
                                 f"add_tool_call(turn {call.turn_id}, index {call.index})")
 
@@ -453,17 +428,15 @@ class Store:
     async def list_train_steps(self, run: str | None = None) -> list[TrainStepRow]:
         return await self.read(lambda c: select_train_steps(c, run))
 
-    # -- export (runtime/store_export.py)
+    # -- export (runtime/store/export.py)
 
     async def export_jsonl(self, path: str | Path, *, finished: bool | None = True,
                            trainable: bool | None = None) -> int:
-        from runtime.store_export import export_jsonl
-        return await export_jsonl(self, Path(path), finished=finished, trainable=trainable)
+        return await export.export_jsonl(self, Path(path), finished=finished, trainable=trainable)
 
     async def export_parquet(self, path: str | Path, *, finished: bool | None = True,
                              trainable: bool | None = None) -> int:
-        from runtime.store_export import export_parquet
-        return await export_parquet(self, Path(path), finished=finished, trainable=trainable)
+        return await export.export_parquet(self, Path(path), finished=finished, trainable=trainable)
 
 
 def _check_schema(conn: Conn, path: Path) -> None:
