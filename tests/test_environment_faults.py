@@ -185,6 +185,38 @@ def test_a_near_constant_output_is_refused_not_graded(tmp_path: Path, new_worksp
     assert result.error is not None and "(nearly) the same for different inputs" in result.error
 
 
+RANDOM_STATE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """KernelBench level3/35_LSTM's pattern: a missing state drawn at random inside forward."""
+
+    def forward(self, x):
+        h0 = torch.randn(x.shape[1])
+        return torch.relu(x + h0)
+
+
+def get_inputs():
+    return [torch.randn(64, 1024)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_forward_that_draws_random_numbers_is_refused_not_graded(tmp_path: Path, new_workspace: MakeWs) -> None:
+    """Its output is not a function of its inputs (the candidate's draws are its own), so no answer
+    can be checked: refused with that reason (reward None), where the fp64 reference crashed on
+    the H200 (fp32 h0 beside fp64 inputs) and, had it not, any kernel would have failed."""
+    problem = _problem(tmp_path, "random_state", RANDOM_STATE)
+    ws = new_workspace(RELU_NEW, {"relu.cpp": RELU_CPP}, problem=problem)
+    result = anyio.run(lambda: evaluate(problem, ws, mode="test", config=_cfg(tmp_path)))
+    assert result.reward is None and result.stage == "problem", (result.stage, result.error)
+    assert result.error is not None and "draws random numbers" in result.error, result.error
+
+
 def test_the_memory_plan_counts_a_shape_set_only_where_the_problem_has_one(tmp_path: Path) -> None:
     """A KernelBench file has no SMALL_SIZES, so no shape set is drawn: the plan must not count one
     (it refused InstanceNorm at 150 GiB planned with 139 free; 124 without it)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 import random
 import traceback
@@ -83,6 +84,10 @@ def set_seed(seed: int, index: int) -> None:
 
 SAMPLE = 1 << 20
 """Elements of each output the degeneracy test reads (all of them below this)."""
+RANDOM_SEEDS = (-4, -5)
+"""derive_seed indices of the two RNG states the Model is run from to tell a random forward."""
+RANDOM_RTOL = 1e-3
+"""Two runs of a Model differing by more than this share of its output's RMS draw random numbers."""
 SAMPLE_SEED = -1000
 """derive_seed index of output i's sample positions: SAMPLE_SEED + i."""
 
@@ -309,6 +314,9 @@ class Judge:
             # milliseconds instead of the CPU's seconds (same distributions, different stream).
             with parts("draw"):
                 dev_inputs = self._draw(k)
+            if k == 0:
+                with parts("degeneracy"):
+                    self._refuse_random(dev_inputs)
             with parts("references"):
                 refs = self._references(self.model, self.model64, dev_inputs)
             with parts("degeneracy"):
@@ -409,6 +417,36 @@ class Judge:
             if constant:
                 raise ProblemRefused(f"output {i} is (nearly) the same for different inputs: it does not depend"
                                      " on them enough to grade (one set's answer, or the sets' mean, returned for every set passes)")
+
+    def _refuse_random(self, inputs: list[Any]) -> None:
+        """A problem whose forward draws random numbers (`torch.randn` for a missing state, dropout
+        in training mode) has no one right answer for its inputs: its Model run twice from two RNG
+        states disagrees by far more than any nondeterministic kernel's reordering (RANDOM_RTOL of
+        the output's RMS; atomics differ by ~1e-7 of it), and it is refused (KernelBench's
+        level3/35_LSTM draws h0 and c0 in forward). The candidate's RNG is its own, so no seed
+        could make its draws the judge's."""
+        draws = []
+        for seed in (RANDOM_SEEDS[0], RANDOM_SEEDS[1]):
+            set_seed(self.start.seed, seed)
+            with torch.no_grad():
+                draws.append(as_outputs(self.model(*inputs), "Model"))
+        set_seed(self.start.seed, -1)
+        for i, (a, b) in enumerate(zip(*draws, strict=True)):
+            if not isinstance(a, torch.Tensor) or not a.is_floating_point() or a.shape != b.shape or not a.numel():
+                continue
+            rms = worst = 0.0
+            fa, fb = a.reshape(-1), b.reshape(-1)
+            for lo in range(0, fa.numel(), CHUNK):
+                x, y = fa[lo:lo + CHUNK].double(), fb[lo:lo + CHUNK].double()
+                both = torch.isfinite(x) & torch.isfinite(y)
+                rms += float(torch.where(both, x, 0.0).square().sum())
+                worst = max(worst, float(torch.where(both, (x - y).abs(), 0.0).max()))
+            rms = math.sqrt(rms / fa.numel())
+            if worst > RANDOM_RTOL * rms:
+                raise ProblemRefused(f"output {i} differs between two runs of the Model on the same inputs (by up to"
+                                     f" {worst:.3g}, RMS {rms:.3g}): its forward draws random numbers (torch.randn,"
+                                     " dropout in training mode), so no answer can be checked against it")
+        del draws
 
     def _constant_passes(self, i: int) -> bool:
         """Set 0's output i, returned for every other set, passes their comparisons."""
