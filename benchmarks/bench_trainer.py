@@ -57,9 +57,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import RESULTS, environment, table  # noqa: E402
+from runtime.store import EpisodeRow as EpisodeRef  # noqa: E402
 from trainer.algos import clipped_policy_loss, clipped_value_loss  # noqa: E402
 from trainer.config import TrainConfig  # noqa: E402
-from trainer.data import Doc, EpisodeRef, EpisodeTokens, make_batch, pack  # noqa: E402
+from trainer.data import Doc, EpisodeTokens, make_batch, pack  # noqa: E402
 from trainer.models import ATTN, Actor, Critic, compile_blocks, prepare, register_attention  # noqa: E402
 from trainer.update import Models, gae_flat, train_step  # noqa: E402
 

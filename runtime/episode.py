@@ -41,6 +41,7 @@ from runtime.episode_support import (
 from runtime.policy import ContextFull, Generation, Policy, PolicyError
 from runtime.settings import EpisodeLimits as EpisodeLimits  # re-exported: its old home
 from runtime.store import (
+    GRADED,
     EpisodeStatus,
     Message,
     Origin,
@@ -58,7 +59,6 @@ from skills.results import EvalResult, Speedup
 from skills.workspace import Workspace, WorkspaceConfig
 
 log = logging.getLogger("kagent.episode")
-GRADED = frozenset({"submitted", "turn_limit", "token_limit", "time_limit", "malformed_limit"})
 
 
 class EpisodeEvent(msgspec.Struct, kw_only=True):
@@ -83,7 +83,11 @@ class EpisodeEvent(msgspec.Struct, kw_only=True):
 
 
 class EpisodeOutcome(msgspec.Struct, kw_only=True):
-    """How an episode ended and what it produced."""
+    """How an episode ended and what it produced.
+
+    Not the store's EpisodeRow: what the loop hands its caller (the scheduler, the HTTP answer,
+    `kagent bench`) when it ends, without reading its row back: the best verified solution and
+    its evaluation beside the few row fields it knows (id, status, reward, trainable, error)."""
 
     episode_id: int
     """Episode row id."""

@@ -15,20 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-from runtime.store import ProblemRow, Store, ToolCallSpec, TurnRow
-from trainer.data import (
-    DataError,
-    EpisodeRef,
-    EpisodeTokens,
-    Skip,
-    build_episode,
-    candidates,
-    latest_version,
-    load_turns,
-    make_batch,
-    pack,
-    rft_keep,
+from runtime.store import EpisodeRow, ProblemRow, Store, ToolCallSpec, TurnRow
+from runtime.store.training import (
+    TurnTokens,
+    latest_policy_version,
+    trainable_episodes,
+    turn_tokens,
 )
+from trainer.data import DataError, EpisodeTokens, Skip, build_episode, make_batch, pack, rft_keep
 from trainer.models import ATTN, load_causal_lm
 
 P = ProblemRow(id="p1", name="level1/a", source="kagent", level=1, tier=1)
@@ -79,8 +73,8 @@ def _read(db: Path, fn: Any) -> Any:
 
 def _built(db: Path, *, max_len: int = 1000, vocab: int = 100, need_logprobs: bool = True) -> list[EpisodeTokens | Skip]:
     def fn(conn: Any) -> list[EpisodeTokens | Skip]:
-        refs, _ = candidates(conn, min_version=None, exclude=set(), limit=None)
-        turns = load_turns(conn, [r.id for r in refs])
+        refs, _ = trainable_episodes(conn, min_version=None, exclude=set(), limit=None)
+        turns = turn_tokens(conn, [r.id for r in refs])
         return [build_episode(r, turns[r.id], max_len=max_len, vocab_size=vocab, need_logprobs=need_logprobs)
                 for r in refs]
 
@@ -103,13 +97,13 @@ def test_selection_keeps_finished_trainable_graded_fresh_episodes(tmp_path: Path
         await _episode(store, t, trainable=False)
 
     db = _db(tmp_path, fill)
-    assert _read(db, latest_version) == 5
-    refs, stale = _read(db, lambda c: candidates(c, min_version=3, exclude=set(), limit=None))
+    assert _read(db, latest_policy_version) == 5
+    refs, stale = _read(db, lambda c: trainable_episodes(c, min_version=3, exclude=set(), limit=None))
     assert [r.id for r in refs] == [ids["good"], ids["limit"]]
     assert stale == 2  # version 1 and the NULL version (counted as 0)
-    refs, stale = _read(db, lambda c: candidates(c, min_version=None, exclude={ids["good"]}, limit=2))
+    refs, stale = _read(db, lambda c: trainable_episodes(c, min_version=None, exclude={ids["good"]}, limit=2))
     assert [r.id for r in refs] == [ids["old"], ids["null_version"]] and stale == 0
-    assert refs[1].policy_version == 0
+    assert refs[1].policy_version is None  # the row as stored; staleness counts it as 0
 
 
 def test_token_in_episode_is_one_sequence_with_masked_tool_output(tmp_path: Path) -> None:
@@ -196,28 +190,26 @@ def test_token_ids_outside_the_vocabulary_name_the_episode(tmp_path: Path) -> No
         _built(_db(tmp_path, fill))
 
 
-def _ref(i: int, reward: float = 1.0, status: str = "submitted") -> EpisodeRef:
-    return EpisodeRef(id=i, problem_id="p", policy_version=0, status=status, reward=reward)
+def _ref(i: int, reward: float = 1.0, status: str = "submitted") -> EpisodeRow:
+    return EpisodeRow(id=i, problem_id="p", policy_version=0, status=status, reward=reward)  # type: ignore[arg-type]
 
 
 def test_rft_filters_low_reward_loops_and_malformed_calls(tmp_path: Path) -> None:
-    from trainer.data import Turn
+    def turn(i: int, completion: list[int], calls: list[ToolCallSpec]) -> TurnTokens:
+        return TurnTokens(index=i, prompt_prefix=0, prompt_ids=[1], completion_ids=completion, logprobs=None,
+                          temperature=1.0, tool_calls=calls)
 
-    def turn(i: int, completion: list[int], calls: list[dict[str, Any]]) -> Turn:
-        return Turn(index=i, prompt_prefix=0, prompt_ids=[1], completion_ids=completion, logprobs=None,
-                    temperature=1.0, tool_calls=calls)
-
-    ok_call = {"id": "a", "name": "read_file", "arguments": json.dumps({"path": "model.py"})}
-    good = [turn(0, [5, 6], [ok_call]), turn(1, [7], [{"id": "b", "name": "submit", "arguments": "{}"}])]
+    ok_call = ToolCallSpec(id="a", name="read_file", arguments=json.dumps({"path": "model.py"}))
+    good = [turn(0, [5, 6], [ok_call]), turn(1, [7], [ToolCallSpec(id="b", name="submit", arguments="{}")])]
     assert rft_keep(_ref(1), good, min_reward=0.0, loop_repeats=3) is None
     assert rft_keep(_ref(1, reward=0.0), good, min_reward=0.0, loop_repeats=3).reason == "low_reward"  # type: ignore[union-attr]
     loop = [turn(i, [5, 6], [ok_call]) for i in range(3)]
     assert rft_keep(_ref(1), loop, min_reward=0.0, loop_repeats=3).reason == "looping"  # type: ignore[union-attr]
     assert rft_keep(_ref(1), loop[:2], min_reward=0.0, loop_repeats=3) is None
-    unknown = [turn(0, [5], [{"id": "a", "name": "rm_rf", "arguments": "{}"}])]
+    unknown = [turn(0, [5], [ToolCallSpec(id="a", name="rm_rf", arguments="{}")])]
     skip = rft_keep(_ref(1), unknown, min_reward=0.0, loop_repeats=3)
     assert skip is not None and skip.reason == "malformed" and "rm_rf" in skip.detail
-    bad_json = [turn(0, [5], [{"id": "a", "name": "read_file", "arguments": "{path: model.py"}])]
+    bad_json = [turn(0, [5], [ToolCallSpec(id="a", name="read_file", arguments="{path: model.py")])]
     skip = rft_keep(_ref(1), bad_json, min_reward=0.0, loop_repeats=3)
     assert skip is not None and skip.reason == "malformed" and "not valid JSON" in skip.detail
     assert rft_keep(_ref(1, status="malformed_limit"), good, min_reward=0.0, loop_repeats=3).reason == "malformed"  # type: ignore[union-attr]

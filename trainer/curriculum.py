@@ -29,6 +29,7 @@ import anyio
 import msgspec
 
 from runtime.store import Conn, CurriculumRow, Store
+from runtime.store.training import curriculum_problems, graded_rewards
 
 
 class CurriculumConfig(msgspec.Struct, kw_only=True, frozen=True):
@@ -69,21 +70,18 @@ def gather(conn: Conn, window: int) -> list[ProblemStats]:
     """Statistics of every problem of the problem set from its graded episodes (any origin: a
     request episode says as much about difficulty as a rollout). Problems that arrived over HTTP
     or through `kagent eval` are not in the set the scheduler draws from, so they get no row."""
-    stats = {pid: ProblemStats(problem_id=pid, tier=int(tier if tier is not None else level or 1))
-             for pid, tier, level in conn.execute(
-                 "SELECT id, tier, level FROM problems WHERE source NOT IN ('request', 'evaluation') ORDER BY id")}
-    cur = conn.execute("SELECT problem_id, reward FROM episodes WHERE finished IS NOT NULL"
-                       " AND reward IS NOT NULL ORDER BY finished DESC, id DESC")
+    stats = {p.id: ProblemStats(problem_id=p.id, tier=int(p.tier if p.tier is not None else p.level or 1))
+             for p in curriculum_problems(conn)}
     sums: dict[str, float] = defaultdict(float)
-    for pid, reward in cur:
+    for pid, reward in graded_rewards(conn):
         s = stats.get(pid)
         if s is None:
             continue
         s.attempts += 1
         s.successes += int(reward > 0)
-        sums[pid] += float(reward)
+        sums[pid] += reward
         if len(s.recent) < window:
-            s.recent.append(float(reward))
+            s.recent.append(reward)
     for pid, total in sums.items():
         stats[pid].mean_reward = total / stats[pid].attempts
     return list(stats.values())

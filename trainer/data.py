@@ -2,7 +2,8 @@
 
 Selection: finished, trainable episodes with a graded status (submitted, turn/token/time limit,
 malformed limit) and a reward; `--max-staleness` drops episodes whose policy version is more than
-that many versions behind the newest one in the store (NULL versions count as 0).
+that many versions behind the newest one in the store (NULL versions count as 0). The store reads
+them (runtime/store/training.py: `trainable_episodes`, `turn_tokens`); this module holds no SQL.
 
 Sequences come from the logged token ids only; nothing is re-tokenized. Turn k's context is
 (context + completion of turn k-1)[:prompt_prefix] + prompt_ids, so with token-in logging (prefix
@@ -26,56 +27,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 import numpy as np
 import torch
 
-from runtime.store import Conn
-from runtime.store.sql import unpack_ids, unpack_logprobs
-
-GRADED = ("submitted", "turn_limit", "token_limit", "time_limit", "malformed_limit")
-"""Episode statuses that are training data (running, interrupted, error, cancelled and
-policy_error are not)."""
+from runtime.store import EpisodeRow
+from runtime.store.training import TurnTokens
 
 
 class DataError(Exception):
     """Logged data the trainer cannot use at all (e.g. token ids outside the vocabulary)."""
-
-
-class EpisodeRef(msgspec.Struct, kw_only=True, frozen=True):
-    """An episode chosen for a step, before its turns are read."""
-
-    id: int
-    """Episode id."""
-    problem_id: str
-    """Problem it worked on."""
-    policy_version: int
-    """Policy version that generated it (NULL in the store counts as 0)."""
-    status: str
-    """How it ended."""
-    reward: float | None
-    """Final reward (None: never graded, skipped)."""
-
-
-class Turn(msgspec.Struct, kw_only=True):
-    """The token data of one logged LLM call."""
-
-    index: int
-    """0-based position in the episode."""
-    prompt_prefix: int
-    """Tokens kept from the previous context + completion."""
-    prompt_ids: list[int] | None
-    """New prompt tokens (None: the server returned none)."""
-    completion_ids: list[int] | None
-    """Sampled tokens (None: the server returned none)."""
-    logprobs: list[float] | None
-    """Behaviour logprob of each sampled token (None: not logged)."""
-    temperature: float
-    """Sampling temperature of the call (1.0 when not logged)."""
-    tool_calls: list[dict[str, Any]]
-    """Parsed tool calls as logged ({id, name, arguments})."""
 
 
 class Doc(msgspec.Struct, kw_only=True):
@@ -94,7 +56,7 @@ class Doc(msgspec.Struct, kw_only=True):
 class EpisodeTokens(msgspec.Struct, kw_only=True):
     """An episode ready for training."""
 
-    ref: EpisodeRef
+    ref: EpisodeRow
     """Which episode."""
     docs: list[Doc]
     """Its documents, in order."""
@@ -119,56 +81,6 @@ class Skip(msgspec.Struct, kw_only=True, frozen=True):
     """Short reason (counted per reason in the metrics)."""
     detail: str = ""
     """Specifics for the log (prompt_over_max_len: the tokens before the first sampled one)."""
-
-
-# ------------------------------------------------------------------------------------ SQL
-
-
-def latest_version(conn: Conn) -> int:
-    """Newest policy version in the store (0 when none is recorded)."""
-    row = conn.execute("SELECT max(version) FROM policies").fetchone()
-    return 0 if row is None or row[0] is None else int(row[0])
-
-
-def candidates(conn: Conn, *, min_version: int | None, exclude: set[int],
-               limit: int | None) -> tuple[list[EpisodeRef], int]:
-    """Finished, trainable, graded episodes not in `exclude`, oldest first (at most `limit`), and
-    how many more were dropped as stale (policy version below `min_version`)."""
-    marks = ", ".join("?" * len(GRADED))
-    cur = conn.execute(
-        "SELECT id, problem_id, coalesce(policy_version, 0), status, reward FROM episodes"
-        f" WHERE finished IS NOT NULL AND trainable = 1 AND status IN ({marks}) ORDER BY id", GRADED)
-    fresh: list[EpisodeRef] = []
-    stale = 0
-    for eid, pid, version, status, reward in cur:
-        if eid in exclude:
-            continue
-        if min_version is not None and version < min_version:
-            stale += 1
-            continue
-        fresh.append(EpisodeRef(id=eid, problem_id=pid, policy_version=version, status=status,
-                                reward=None if reward is None else float(reward)))
-    return (fresh if limit is None else fresh[:limit]), stale
-
-
-def load_turns(conn: Conn, episode_ids: Sequence[int]) -> dict[int, list[Turn]]:
-    """Token data of the episodes' turns, by episode id, in turn order."""
-    out: dict[int, list[Turn]] = {i: [] for i in episode_ids}
-    ids = list(episode_ids)
-    for s in range(0, len(ids), 500):  # SQLite's host-parameter limit
-        part = ids[s:s + 500]
-        cur = conn.execute(
-            "SELECT episode_id, idx, prompt_prefix, prompt_ids, completion_ids, logprobs, sampling,"
-            f" tool_calls FROM turns WHERE episode_id IN ({', '.join('?' * len(part))})"
-            " ORDER BY episode_id, idx", part)
-        for eid, idx, prefix, p_ids, c_ids, lps, sampling, calls in cur:
-            temp = msgspec.json.decode(sampling).get("temperature")
-            out[eid].append(Turn(
-                index=idx, prompt_prefix=prefix, prompt_ids=unpack_ids(p_ids),
-                completion_ids=unpack_ids(c_ids), logprobs=unpack_logprobs(lps),
-                temperature=1.0 if not isinstance(temp, int | float) or temp <= 0 else float(temp),
-                tool_calls=msgspec.json.decode(calls)))
-    return out
 
 
 # ------------------------------------------------------------------------- sequences
@@ -199,7 +111,7 @@ class _DocBuilder:
                    temps=np.asarray(self.temps, dtype=np.float32))
 
 
-def episode_docs(ref: EpisodeRef, turns: list[Turn], *, need_logprobs: bool) -> list[Doc] | Skip:
+def episode_docs(ref: EpisodeRow, turns: list[TurnTokens], *, need_logprobs: bool) -> list[Doc] | Skip:
     """The episode's documents from its turns, or why it cannot be used."""
     if not turns:
         return Skip(episode_id=ref.id, reason="no_turns")
@@ -228,7 +140,7 @@ def episode_docs(ref: EpisodeRef, turns: list[Turn], *, need_logprobs: bool) -> 
     return [d for d in docs if len(d.ids)]
 
 
-def check_vocab(ref: EpisodeRef, docs: list[Doc], vocab_size: int) -> None:
+def check_vocab(ref: EpisodeRow, docs: list[Doc], vocab_size: int) -> None:
     """Raise DataError naming the episode when a token id does not fit the model."""
     for d in docs:
         if len(d.ids) and (int(d.ids.min()) < 0 or int(d.ids.max()) >= vocab_size):
@@ -255,7 +167,7 @@ def truncate(docs: list[Doc], max_len: int) -> tuple[list[Doc], bool]:
     return kept, False
 
 
-def build_episode(ref: EpisodeRef, turns: list[Turn], *, max_len: int, vocab_size: int,
+def build_episode(ref: EpisodeRow, turns: list[TurnTokens], *, max_len: int, vocab_size: int,
                   need_logprobs: bool) -> EpisodeTokens | Skip:
     """Token sequences of one episode, truncated to max_len; a Skip when it is unusable.
     Raises DataError for token ids outside the vocabulary."""
@@ -277,7 +189,7 @@ def build_episode(ref: EpisodeRef, turns: list[Turn], *, max_len: int, vocab_siz
 # ----------------------------------------------------------------------- RFT filters
 
 
-def looping(turns: list[Turn], repeats: int) -> bool:
+def looping(turns: list[TurnTokens], repeats: int) -> bool:
     """The same completion, or the same tool call (name and arguments), `repeats` or more times."""
     completions: dict[tuple[int, ...], int] = {}
     calls: dict[tuple[str, str], int] = {}
@@ -285,12 +197,12 @@ def looping(turns: list[Turn], repeats: int) -> bool:
         key = tuple(t.completion_ids or ())
         completions[key] = completions.get(key, 0) + 1
         for c in t.tool_calls:
-            k = (str(c.get("name")), str(c.get("arguments")))
+            k = (c.name, c.arguments)
             calls[k] = calls.get(k, 0) + 1
     return max([*completions.values(), *calls.values(), 0]) >= repeats
 
 
-def malformed_call(turns: list[Turn]) -> str | None:
+def malformed_call(turns: list[TurnTokens]) -> str | None:
     """The first logged tool call that names no skill or whose arguments do not decode, as the
     daemon's skills read them (skills.base), or None."""
     import skills
@@ -299,18 +211,17 @@ def malformed_call(turns: list[Turn]) -> str | None:
     skills.load_skills()
     for t in turns:
         for c in t.tool_calls:
-            name, args = str(c.get("name")), c.get("arguments", "{}")
             try:
-                skill = get_skill(name)
+                skill = get_skill(c.name)
             except SkillNotFound:
-                return f"turn {t.index}: unknown tool {name!r}"
-            problem = decode_args(skill, args if isinstance(args, str | dict) else str(args))
+                return f"turn {t.index}: unknown tool {c.name!r}"
+            problem = decode_args(skill, c.arguments)
             if isinstance(problem, str):
                 return f"turn {t.index}: {problem}"
     return None
 
 
-def rft_keep(ref: EpisodeRef, turns: list[Turn], *, min_reward: float, loop_repeats: int) -> Skip | None:
+def rft_keep(ref: EpisodeRow, turns: list[TurnTokens], *, min_reward: float, loop_repeats: int) -> Skip | None:
     """None when the episode is RFT data: reward above min_reward, no loop, no malformed call."""
     if ref.reward is None or ref.reward <= min_reward:
         return Skip(episode_id=ref.id, reason="low_reward")

@@ -41,23 +41,19 @@ import msgspec
 import torch
 from anyio import to_thread
 
-from runtime.store import Conn, Store, StoreError, TrainStepRow
+from runtime.store import Conn, EpisodeRow, Store, StoreError, TrainStepRow
+from runtime.store.training import (
+    final_speedups,
+    last_train_step,
+    latest_policy_version,
+    trainable_episodes,
+    turn_tokens,
+)
 from trainer import checkpoint as ckpt
 from trainer.config import TrainConfig, parse_args
 from trainer.curriculum import CurriculumConfig
 from trainer.curriculum import update as update_curriculum
-from trainer.data import (
-    DataError,
-    EpisodeRef,
-    EpisodeTokens,
-    Skip,
-    build_episode,
-    candidates,
-    latest_version,
-    load_turns,
-    pack,
-    rft_keep,
-)
+from trainer.data import DataError, EpisodeTokens, Skip, build_episode, pack, rft_keep
 from trainer.models import (
     ModelError,
     build_actor,
@@ -84,7 +80,7 @@ class TrainerError(Exception):
 class Selection(msgspec.Struct, kw_only=True):
     """Episodes chosen for the next step (rank 0 chooses, every rank uses the same)."""
 
-    refs: list[EpisodeRef]
+    refs: list[EpisodeRow]
     """Chosen episodes, oldest first."""
     stale: int
     """Unconsumed episodes dropped as too old."""
@@ -148,14 +144,14 @@ class Trainer:
     # -- data
 
     def select(self, conn: Conn) -> Selection:
-        latest = latest_version(conn)
+        latest = latest_policy_version(conn)
         floor = None if self.cfg.stage == "rft" else latest - self.cfg.max_staleness
-        refs, stale = candidates(conn, min_version=floor, exclude=set(self.state.seen),
-                                 limit=self.cfg.max_episodes)
+        refs, stale = trainable_episodes(conn, min_version=floor, exclude=set(self.state.seen),
+                                         limit=self.cfg.max_episodes)
         return Selection(refs=refs, stale=stale, latest=latest)
 
     def load(self, conn: Conn, sel: Selection) -> tuple[list[EpisodeTokens], list[Skip]]:
-        turns = load_turns(conn, [r.id for r in sel.refs])
+        turns = turn_tokens(conn, [r.id for r in sel.refs])
         episodes: list[EpisodeTokens] = []
         skips: list[Skip] = []
         for ref in sel.refs:
@@ -329,13 +325,9 @@ def _open_store(cfg: TrainConfig, acc: Any) -> AbstractAsyncContextManager[Store
 def episode_outcomes(conn: Conn, ids: list[int]) -> dict[str, float]:
     """Geometric-mean speedups of the final evaluations of the episodes (where measured)."""
     out: dict[str, float] = {}
-    if not ids:
-        return out
-    marks = ", ".join("?" * len(ids))
-    rows = conn.execute(f"SELECT speedup_eager, speedup_compile FROM evaluations WHERE mode = 'final'"
-                        f" AND episode_id IN ({marks})", ids).fetchall()
+    rows = final_speedups(conn, ids)
     for i, name in enumerate(("speedup_eager", "speedup_compile")):
-        vals = [r[i] for r in rows if r[i] is not None and r[i] > 0]
+        vals = [v for r in rows if (v := r[i]) is not None and v > 0]
         if vals:
             out[name] = math.exp(sum(math.log(v) for v in vals) / len(vals))
     return out
@@ -349,7 +341,7 @@ def episode_metrics(episodes: list[EpisodeTokens], skips: list[Skip], sel: Selec
     if rewards:
         m["reward"] = sum(rewards) / len(rewards)
         m["pass_rate"] = sum(r > 0 for r in rewards) / len(rewards)
-        m["staleness"] = sum(sel.latest - e.ref.policy_version for e in episodes) / len(episodes)
+        m["staleness"] = sum(sel.latest - (e.ref.policy_version or 0) for e in episodes) / len(episodes)
     for reason, n in Counter(s.reason for s in skips).items():
         m[f"skipped_{reason}"] = float(n)
     return m
@@ -430,11 +422,10 @@ async def _after_step(trainer: Trainer, store: Store, folder: Path, metrics: dic
 async def _check_run(store: Store, trainer: Trainer) -> None:
     """Refuse to renumber steps the store already records for this run (its --out lost them)."""
     state = trainer.state
-    row = await store.read(lambda c: c.execute("SELECT max(step) FROM train_steps WHERE run = ? AND stage = ?",
-                                               (state.run, state.stage)).fetchone())
-    if row[0] is not None and row[0] > state.step:
+    last = await store.read(lambda c: last_train_step(c, state.run, state.stage))
+    if last is not None and last > state.step:
         raise TrainerError(
-            f"the store records {state.stage} steps up to {row[0]} of run {state.run!r}, but {trainer.out} holds"
+            f"the store records {state.stage} steps up to {last} of run {state.run!r}, but {trainer.out} holds"
             f" {'no checkpoint' if state.step == 0 else f'checkpoints only up to step {state.step}'}; restore"
             " the folder, or start a new run with another --out or --run")
 

@@ -33,16 +33,9 @@ import anyio
 import msgspec
 from anyio import to_thread
 
-from runtime.store import Conn, Store
-from trainer.data import (
-    Doc,
-    EpisodeRef,
-    EpisodeTokens,
-    build_episode,
-    candidates,
-    load_turns,
-    rft_keep,
-)
+from runtime.store import Conn, EpisodeRow, Store
+from runtime.store.training import trainable_episodes, turn_tokens
+from trainer.data import Doc, EpisodeTokens, build_episode, rft_keep
 
 IGNORE = -100
 """The label of a token outside the loss (transformers' and TRL's convention)."""
@@ -80,12 +73,12 @@ def episode_rows(episodes: Sequence[EpisodeTokens]) -> list[TrlRow]:
     return [doc_row(ep, k, d) for ep in episodes for k, d in enumerate(ep.docs) if d.sampled.any()]
 
 
-def rft_rows(conn: Conn, refs: Sequence[EpisodeRef], *, min_reward: float = 0.0, loop_repeats: int = 3,
+def rft_rows(conn: Conn, refs: Sequence[EpisodeRow], *, min_reward: float = 0.0, loop_repeats: int = 3,
              max_len: int | None = None) -> list[TrlRow]:
     """The rows of those of `refs` that are RFT data (reward above `min_reward`, no loop, no
     malformed call: trainer.run's rft selection). `max_len`: keep each episode's first max_len
     tokens (default: whole)."""
-    turns = load_turns(conn, [r.id for r in refs])
+    turns = turn_tokens(conn, [r.id for r in refs])
     kept: list[EpisodeTokens] = []
     for ref in refs:
         if rft_keep(ref, turns[ref.id], min_reward=min_reward, loop_repeats=loop_repeats) is not None:
@@ -100,7 +93,7 @@ async def export(store: Store, path: Path, *, min_reward: float = 0.0, chunk: in
     """Write the store's RFT rows to `path`: Parquet when it ends in .parquet, else JSONL (both
     load with `datasets.load_dataset`). Through a temporary file and a rename, like every export.
     Returns (rows, episodes)."""
-    refs, _ = await store.read(lambda c: candidates(c, min_version=None, exclude=set(), limit=None))
+    refs, _ = await store.read(lambda c: trainable_episodes(c, min_version=None, exclude=set(), limit=None))
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     parquet = path.suffix.lower() == ".parquet"
     rows = episodes = 0

@@ -13,6 +13,7 @@ Parquet). Nobody else writes SQL against the tables (README.md in this folder li
 from __future__ import annotations
 
 from runtime.store.rows import (
+    GRADED,
     CurriculumRow,
     EpisodeDetail,
     EpisodeRow,
@@ -43,7 +44,7 @@ __all__ = [
     # the connections a read `fn(conn)` / a write `async fn(db)` is given
     "AsyncConn", "Conn",
     # rows, modes, errors (rows.py)
-    "CurriculumRow", "EpisodeDetail", "EpisodeRow", "EpisodeStatus", "EvaluationRow", "Message",
+    "GRADED", "CurriculumRow", "EpisodeDetail", "EpisodeRow", "EpisodeStatus", "EvaluationRow", "Message",
     "Origin", "PolicyRow", "ProblemRow", "ToolCallRow", "ToolCallSpec", "TrainStage",
     "TrainStepRow", "TurnRow", "problem_path",
     "StoreBusy", "StoreError", "StoreInUse", "StoreSchemaError", "StoreWriteFailed",

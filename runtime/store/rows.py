@@ -18,6 +18,9 @@ EpisodeStatus = Literal["running", "submitted", "turn_limit", "token_limit", "ti
                         "malformed_limit", "policy_error", "error", "cancelled", "interrupted"]
 """Why an episode ended (`running` until it does; `interrupted`: the daemon died under it, or
 stopped during one of its LLM calls, and it waits for a re-run)."""
+GRADED: tuple[EpisodeStatus, ...] = ("submitted", "turn_limit", "token_limit", "time_limit", "malformed_limit")
+"""The endings that get a final evaluation, whose reward is the episode's: the statuses an
+episode is training data with (running, interrupted, error, cancelled, policy_error are not)."""
 Origin = Literal["rollout", "request", "replay"]
 """Why an episode ran: a training rollout, an HTTP request, or `kagent replay`."""
 TrainStage = Literal["rft", "value", "ppo"]
@@ -81,7 +84,9 @@ class PolicyRow(msgspec.Struct, kw_only=True):
 
 
 class EpisodeRow(msgspec.Struct, kw_only=True):
-    """One episode: an agent working one problem."""
+    """One episode: an agent working one problem. The one episode record: the store's reads,
+    the scheduler and the trainer all pass this (the defaults are what `Store.start_episode`
+    gives a new one, for rows made outside the store, e.g. a benchmark's synthetic episodes)."""
 
     id: int
     """Row id."""
@@ -89,23 +94,23 @@ class EpisodeRow(msgspec.Struct, kw_only=True):
     """Problem it worked on."""
     policy_version: int | None
     """Policy version when it started (None when the policy is not versioned)."""
-    origin: Origin
+    origin: Origin = "rollout"
     """Why it ran."""
     status: EpisodeStatus
     """How it ended (`running` until it does)."""
     reward: float | None
     """Reward of the final evaluation (None until graded, or when not graded)."""
-    trainable: bool
+    trainable: bool = True
     """Usable for training (False e.g. when the endpoint returned no token ids)."""
-    started: float
+    started: float = msgspec.field(default_factory=time.time)
     """Unix time it started."""
-    finished: float | None
+    finished: float | None = None
     """Unix time it ended (None while running)."""
-    policy_seconds: float | None
+    policy_seconds: float | None = None
     """Seconds spent in LLM calls (set when it ends)."""
-    tool_seconds: float | None
+    tool_seconds: float | None = None
     """Seconds spent in tool calls (set when it ends)."""
-    error: str | None
+    error: str | None = None
     """Why it ended badly (None when it did not)."""
 
 
