@@ -37,11 +37,13 @@ from runtime.bench_rows import (
     same_run,
 )
 from runtime.bench_sources import BenchProblem, collect_problems, find_solutions, reference_solution
+from runtime.bench_stats import memory_ratio
 from runtime.config import Config, ConfigError, default_config_path, load_config
 from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots
 from skills.baselines import BaselineCache
 from skills.evaluate import EvalConfig
+from skills.reward import MIB
 from skills.sandbox import SandboxConfig
 
 
@@ -258,7 +260,17 @@ def summary(row: BenchRow) -> str:
     else:
         what = f"failed ({', '.join(row.flags) or row.error or 'incorrect'})"[:160]
     episode = f", episode {row.episode_id} ({row.episode_status}, {row.turns} turns)" if row.episode_id else ""
-    return f"{row.problem} #{row.attempt}: {what}{episode} [{row.seconds:.1f} s]"
+    return f"{row.problem} #{row.attempt}: {what}{_memory(row)}{episode} [{row.seconds:.1f} s]"
+
+
+def _memory(row: BenchRow) -> str:
+    """ModelNew's footprint, its ratio to the larger baseline's, and whether it passed the limit."""
+    if row.candidate_call_bytes is None:
+        return ""
+    ratio = memory_ratio(row)
+    over = ", over the memory limit" + (" (penalised)" if row.memory_penalty else "") if row.over_memory else ""
+    return (f", memory {row.candidate_call_bytes / MIB:.1f} MiB"
+            + (f" ({ratio:.2f}x the larger baseline's)" if ratio is not None else "") + over)
 
 
 def _header(args: argparse.Namespace, config: Config, source: SourceKind) -> BenchRun:

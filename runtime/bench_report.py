@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from runtime.bench_rows import BenchFile, BenchInvocation
-from runtime.bench_stats import FAST_P, Comparison, LevelStats, table
+from runtime.bench_rows import BenchFile, BenchInvocation, BenchRow
+from runtime.bench_stats import (
+    FAST_P,
+    Comparison,
+    LevelStats,
+    compare_memory,
+    has_memory,
+    larger_baseline_bytes,
+    memory_ratio,
+    table,
+)
+from skills.reward import MIB
 
 
 def _pct(v: float | None) -> str:
@@ -17,6 +27,14 @@ def _x(v: float | None) -> str:
     return "—" if v is None else f"{v:.2f}×"
 
 
+def _mib(v: int | None) -> str:
+    return "—" if v is None else f"{v / MIB:.1f}"
+
+
+def _over(s: LevelStats) -> str:
+    return f"{s.over_memory} of {s.memory_measured}" if s.memory_measured else "—"
+
+
 def _name(s: LevelStats) -> str:
     if s.total:
         return "**all**"
@@ -25,12 +43,48 @@ def _name(s: LevelStats) -> str:
 
 def main_table(lines: Sequence[LevelStats]) -> list[str]:
     out = ["| level | problems | rows | faults | missing | pass | faster than eager | faster than compile"
-           " | geomean × eager | geomean × compile |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+           " | geomean × eager | geomean × compile | memory × baseline | over memory limit |",
+           "| --- |" + " ---: |" * 11]
     for s in lines:
         out.append(f"| {_name(s)} | {s.problems} | {s.rows} | {s.faults} | {s.missing} | {_pct(s.pass_rate)}"
                    f" | {_pct(s.faster_eager)} | {_pct(s.faster_compile)} | {_x(s.geomean_eager)}"
-                   f" | {_x(s.geomean_compile)} |")
+                   f" | {_x(s.geomean_compile)} | {_x(s.geomean_memory)} | {_over(s)} |")
+    return out
+
+
+def _outcome(r: BenchRow) -> str:
+    return "fault" if r.fault else "missing" if r.missing else "passed" if r.passed else "failed"
+
+
+def _over_cell(r: BenchRow) -> str:
+    if r.over_memory is None:
+        return "—"
+    return ("yes, penalised" if r.memory_penalty else "yes") if r.over_memory else "no"
+
+
+def problem_table(rows: Sequence[BenchRow]) -> list[str]:
+    """One line per row: its speed beside its memory (MiB; the larger baseline's: eager or compile)."""
+    out = ["| problem | attempt | result | reward | × eager | × compile | ModelNew MiB | larger baseline MiB"
+           " | memory × baseline | limit MiB | over limit |",
+           "| --- | ---: | --- |" + " ---: |" * 7 + " --- |"]
+    for r in rows:
+        out.append(f"| {r.problem} | {r.attempt} | {_outcome(r)} | {'—' if r.reward is None else f'{r.reward:g}'}"
+                   f" | {_x(r.speedup_eager)} | {_x(r.speedup_compile)} | {_mib(r.candidate_call_bytes)}"
+                   f" | {_mib(larger_baseline_bytes(r))} | {_x(memory_ratio(r))} | {_mib(r.limit_bytes)}"
+                   f" | {_over_cell(r)} |")
+    return out
+
+
+def over_memory_list(rows: Sequence[BenchRow]) -> list[str]:
+    """The rows past the memory limit, with their figures (empty when none is)."""
+    over = [r for r in rows if r.over_memory]
+    if not over:
+        return []
+    out = [f"Over the memory limit ({len(over)} row(s), {len({r.problem_id for r in over})} problem(s)):", ""]
+    for r in over:
+        penalty = "; the composite reward took the memory penalty off" if r.memory_penalty else ""
+        out.append(f"- {r.problem} attempt {r.attempt}: ModelNew {_mib(r.candidate_call_bytes)} MiB,"
+                   f" {_x(memory_ratio(r))} the larger baseline's, limit {_mib(r.limit_bytes)} MiB{penalty}")
     return out
 
 
@@ -78,9 +132,16 @@ def render(bench: BenchFile) -> str:
            "- pass: compiled, correct and unflagged, over graded rows (faults are not graded; a missing"
            " solution is a failure). faster than: judged on the speedup's 95% interval with the reward's"
            " margin. geomean: over passed, timed rows. fast_p: passed with speedup > p, over graded rows.",
+           "- memory: ModelNew's footprint during its calls, measured outside its process, over the larger"
+           " baseline's (eager or torch.compile), geomean over passed rows measured; over memory limit: graded"
+           " rows past the composite reward's limit (memory_factor x the larger baseline's + slack), of those"
+           " measured (docs/reward.md).",
            "", *main_table(lines), "", *fast_p_table(lines)]
     if at := pass_at_table(lines):
         out += ["", *at]
+    out += ["", "Per problem:", "", *problem_table(bench.rows)]
+    if over := over_memory_list(bench.rows):
+        out += ["", *over]
     faults = [r for r in bench.rows if r.fault]
     if faults:
         out += ["", f"Environment faults ({len(faults)}, not counted as failures):", ""]
@@ -90,20 +151,26 @@ def render(bench: BenchFile) -> str:
 
 def side_by_side(a: BenchFile, b: BenchFile, a_name: str, b_name: str,
                  comparisons: Sequence[Comparison]) -> str:
-    """Both tables' main lines per level, then the paired differences."""
+    """Both tables' main lines per level (memory too where both sets hold it), then the paired differences."""
     ta = {(s.level, s.total): s for s in table(a.rows, a.run.attempts)}
     tb = {(s.level, s.total): s for s in table(b.rows, b.run.attempts)}
     keys = sorted(set(ta) | set(tb), key=lambda k: (k[1], k[0] is None, k[0] or 0))
+    memory = has_memory(a.rows) and has_memory(b.rows)
+    cells: list[Callable[[LevelStats], str]] = [
+        lambda s: _pct(s.pass_rate), lambda s: _pct(s.faster_compile), lambda s: _x(s.geomean_compile),
+        lambda s: _x(s.geomean_eager)]
+    heads = ["pass", ">compile", "geomean × compile", "geomean × eager"]
+    if memory:
+        cells += [lambda s: _x(s.geomean_memory), _over]
+        heads += ["memory × baseline", "over memory limit"]
     out = [f"A = {a_name}", f"B = {b_name}", "",
-           "| level | pass A | pass B | >compile A | >compile B | geomean × compile A | geomean × compile B"
-           " | geomean × eager A | geomean × eager B |",
-           "| --- |" + " ---: |" * 8]
+           "| level | " + " | ".join(f"{h} {side}" for h in heads for side in "AB") + " |",
+           "| --- |" + " ---: |" * (2 * len(heads))]
     for key in keys:
         sa, sb = ta.get(key), tb.get(key)
         probe = sa or sb
         assert probe is not None
-        cells = [(_pct, "pass_rate"), (_pct, "faster_compile"), (_x, "geomean_compile"), (_x, "geomean_eager")]
-        vals = [f(getattr(s, attr)) if s else "—" for f, attr in cells for s in (sa, sb)]
+        vals = [cell(s) if s else "—" for cell in cells for s in (sa, sb)]
         out.append(f"| {_name(probe)} | " + " | ".join(vals) + " |")
     out.append("")
     for c in comparisons:
@@ -115,4 +182,18 @@ def side_by_side(a: BenchFile, b: BenchFile, a_name: str, b_name: str,
                    f" B {_x(c.geomean_b)}; B - A = {c.difference:+.3f} (95% paired bootstrap"
                    f" [{c.low:+.3f}, {c.high:+.3f}], {c.resamples} resamples); passed in A alone {c.only_a},"
                    f" in B alone {c.only_b}")
+    out.append(_memory_line(a, b) if memory else _no_memory_line(a, b))
     return "\n".join(out) + "\n"
+
+
+def _memory_line(a: BenchFile, b: BenchFile) -> str:
+    m = compare_memory(a.rows, b.rows)
+    if not m.paired:
+        return "ModelNew's memory × the larger baseline: no problem passed and measured in both sets"
+    return (f"ModelNew's memory × the larger baseline, {m.paired} paired problems: A {_x(m.geomean_a)},"
+            f" B {_x(m.geomean_b)}")
+
+
+def _no_memory_line(a: BenchFile, b: BenchFile) -> str:
+    lacking = [n for n, bench in (("A", a), ("B", b)) if not has_memory(bench.rows)]
+    return f"memory: not compared (no memory figures in {' or '.join(lacking)})"

@@ -14,7 +14,7 @@ from typing import Literal
 import msgspec
 
 from skills import ext_cache, reward
-from skills.results import EvalResult, Speedup
+from skills.results import CandidateMemoryMethod, EvalResult, Speedup
 
 SourceKind = Literal["solutions", "reference", "reference_model", "policy"]
 """Where the graded code came from: a solution folder, the bundled reference solutions, each
@@ -113,6 +113,25 @@ class BenchRow(msgspec.Struct, kw_only=True):
     """Optimistic end of its 95% interval."""
     faster_compile: bool | None = None
     """Judged faster than torch.compile on the interval; None when not timed."""
+    reward_fn: str | None = None
+    """The reward function that gave `reward` (scheduler.eval.reward_fn; None: no reward given)."""
+    candidate_call_bytes: int | None = None
+    """ModelNew's footprint during its calls, measured from outside its process
+    (EvalResult.memory.candidate_call_bytes, docs/reward.md); None: not measured."""
+    candidate_method: CandidateMemoryMethod | None = None
+    """How candidate_call_bytes was measured (`nvml`, `peak_rss`, `lifetime_rss`); None: not measured."""
+    eager_bytes: int | None = None
+    """Eager Model's footprint over its timed loop, measured by the judge; None: not measured."""
+    compile_bytes: int | None = None
+    """torch.compile(Model)'s footprint, measured as eager's; None: not measured."""
+    limit_bytes: int | None = None
+    """The footprint ModelNew may reach before the composite reward's memory penalty, under the
+    evaluation's settings (memory_factor x the larger baseline's + slack); None: no baseline measured."""
+    over_memory: bool | None = None
+    """candidate_call_bytes > limit_bytes (skills.reward.over_memory); None: either was not measured."""
+    memory_penalty: bool | None = None
+    """The reward took the memory penalty off (reward_fn `composite`, passed and over_memory); False
+    under another reward function; None: no reward given, or a row written before bench kept memory."""
     episode_id: int | None = None
     """Episode in the run's store (policy source only)."""
     episode_status: str | None = None
@@ -161,12 +180,28 @@ def _set_speedup(fields: dict[str, object], s: Speedup) -> None:
                f"faster_{name}": s.faster}
 
 
+def _memory_fields(result: EvalResult) -> dict[str, object]:
+    """The row's memory figures, as the evaluation measured them (bytes; None where not measured)."""
+    m = result.memory
+    used, limit = (m.candidate_call_bytes, m.limit_bytes) if m is not None else (None, None)
+    over = used > limit if used is not None and limit is not None else None
+    # Judged on the result's own limit, so the composite reward's settings of that evaluation hold.
+    penalised = result.reward_fn == "composite" and not reward.failed(result) and over is True
+    fields: dict[str, object] = {"reward_fn": result.reward_fn, "over_memory": over,
+                                 "memory_penalty": None if result.reward is None else penalised}
+    if m is not None:
+        fields |= {"candidate_call_bytes": used, "candidate_method": m.candidate_method,
+                   "eager_bytes": m.eager_bytes, "compile_bytes": m.compile_bytes, "limit_bytes": limit}
+    return fields
+
+
 def row_from_result(result: EvalResult, *, problem: str, problem_id: str, level: int | None, attempt: int,
                     solution: str | None, seconds: float) -> BenchRow:
     """The row of one final evaluation (the result's own name is the file stem; `problem` is the full name)."""
     fields: dict[str, object] = {}
     for s in result.speedups:
         _set_speedup(fields, s)
+    fields |= _memory_fields(result)
     fault = result.environment_fault
     return BenchRow(
         problem=problem, problem_id=problem_id, level=level, attempt=attempt, solution=solution,

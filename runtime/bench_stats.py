@@ -6,6 +6,10 @@
                    rule, margin included) / graded rows
     geomean        geometric mean of the speedup point over the passed rows that were timed
     fast_p         rows passed with a speedup point > p / graded rows (KernelBench's fast_p)
+    memory ×       geometric mean of ModelNew's footprint over the larger baseline's (eager or
+                   torch.compile) over the passed rows where both were measured
+    over memory    graded rows whose ModelNew exceeded the composite reward's memory limit / graded
+                   rows where ModelNew's footprint and the limit were measured
     pass@k         per problem the unbiased estimator 1 - C(n-c, k) / C(n, k) over its n graded
                    attempts with c passed (Chen et al. 2021), averaged over the problems with n >= k
     compare        paired bootstrap over the problems both sets passed: resample problems with
@@ -62,6 +66,12 @@ class LevelStats(msgspec.Struct, kw_only=True):
     """fast_p over torch.compile for each p of FAST_P."""
     pass_at: list[tuple[int, float | None]]
     """(k, pass@k) for the k of `ks` (see level_stats)."""
+    geomean_memory: float | None
+    """Geometric mean of ModelNew's footprint over the larger baseline's, passed rows with both measured."""
+    memory_measured: int
+    """Graded rows with ModelNew's footprint and the memory limit measured."""
+    over_memory: int
+    """Of those, rows whose ModelNew exceeded the limit (penalised under the composite reward)."""
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -81,6 +91,25 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 def ks_for(attempts: int) -> list[int]:
     """The k shown for K attempts: 1, the usual 5/10/100 below K, and K."""
     return sorted({k for k in (1, 5, 10, 100) if k < attempts} | {attempts}) if attempts > 1 else []
+
+
+def larger_baseline_bytes(row: BenchRow) -> int | None:
+    """The larger of the baselines' footprints (eager, torch.compile: whichever were measured)."""
+    bases = [b for b in (row.eager_bytes, row.compile_bytes) if b is not None]
+    return max(bases) if bases else None
+
+
+def memory_ratio(row: BenchRow) -> float | None:
+    """ModelNew's footprint over the larger baseline's (None where either was not measured)."""
+    base = larger_baseline_bytes(row)
+    if row.candidate_call_bytes is None or base is None or base <= 0:
+        return None
+    return row.candidate_call_bytes / base
+
+
+def has_memory(rows: Iterable[BenchRow]) -> bool:
+    """Some row holds ModelNew's footprint (rows written before bench kept memory hold none)."""
+    return any(r.candidate_call_bytes is not None for r in rows)
 
 
 def _speedup(row: BenchRow, baseline: Baseline) -> float | None:
@@ -123,7 +152,10 @@ def level_stats(rows: Sequence[BenchRow], *, level: int | None, total: bool, ks:
         geomean_compile=geomean(s for r in passed if (s := r.speedup_compile) is not None),
         fast_eager=[_fast_p(graded, "eager", p) for p in FAST_P],
         fast_compile=[_fast_p(graded, "compile", p) for p in FAST_P],
-        pass_at=[(k, _pass_at(graded, k)) for k in ks])
+        pass_at=[(k, _pass_at(graded, k)) for k in ks],
+        geomean_memory=geomean(m for r in passed if (m := memory_ratio(r)) is not None),
+        memory_measured=sum(r.over_memory is not None for r in graded),
+        over_memory=sum(r.over_memory is True for r in graded))
 
 
 def table(rows: Sequence[BenchRow], attempts: int) -> list[LevelStats]:
@@ -186,3 +218,30 @@ def compare(a: Sequence[BenchRow], b: Sequence[BenchRow], baseline: Baseline, *,
     diffs = np.exp(lb[idx].mean(axis=1)) - np.exp(la[idx].mean(axis=1))  # (R,)
     out.low, out.high = (float(v) for v in np.percentile(diffs, [2.5, 97.5]))
     return out
+
+
+class MemoryComparison(msgspec.Struct, kw_only=True):
+    """ModelNew's footprint over the larger baseline's in A and B, on the problems both passed and measured."""
+
+    paired: int
+    """Problems passed with both footprints measured in both sets."""
+    geomean_a: float | None
+    """A's geomean ratio over the paired problems."""
+    geomean_b: float | None
+    """B's geomean ratio over the paired problems."""
+
+
+def problem_memory(rows: Sequence[BenchRow]) -> dict[str, float]:
+    """Per problem, the geomean memory ratio of its passed, measured attempts (problems with none left out)."""
+    by_problem: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r.passed and (m := memory_ratio(r)) is not None:
+            by_problem[r.problem_id].append(m)
+    return {pid: g for pid, vals in by_problem.items() if (g := geomean(vals)) is not None}
+
+
+def compare_memory(a: Sequence[BenchRow], b: Sequence[BenchRow]) -> MemoryComparison:
+    ma, mb = problem_memory(a), problem_memory(b)
+    common = sorted(set(ma) & set(mb))
+    return MemoryComparison(paired=len(common), geomean_a=geomean(ma[p] for p in common),
+                            geomean_b=geomean(mb[p] for p in common))

@@ -21,8 +21,10 @@ from runtime.bench_rows import BenchRow, read_results
 from runtime.cli import main
 from runtime.fakes.scripted import scripted_server
 from runtime.store import Store
+from skills.reward import MIB
 from skills.sandbox import SandboxConfig
 from skills.sandbox import active as sandbox_active
+from tests.test_bench_stats import MEMORY_FIELDS
 from tests.test_environment_faults import HUGE, RELU_CPP, RELU_NEW
 
 pytestmark = pytest.mark.slow
@@ -94,12 +96,23 @@ def test_solutions_give_a_row_of_each_kind(graded: Path) -> None:
     assert not swish["passed"] and swish["reward"] == -1.0 and swish["flags"] and swish["fault"] is None
     assert rms["missing"] and not rms["passed"] and rms["fault"] is None
     assert huge["fault"] is not None and "GiB" in huge["fault"] and huge["reward"] is None  # type: ignore[operator]
+    # Memory: ModelNew's footprint and eager's, measured outside the candidate (compile was not timed).
+    used, eager, limit = relu["candidate_call_bytes"], relu["eager_bytes"], relu["limit_bytes"]
+    assert isinstance(used, int) and isinstance(eager, int) and eager > 0 and relu["compile_bytes"] is None, relu
+    assert relu["candidate_method"] in ("peak_rss", "lifetime_rss") and limit == int(2 * eager + 128 * MIB), relu
+    assert relu["over_memory"] is (used > limit) and relu["memory_penalty"] is False  # milestone takes none off
+    assert relu["reward_fn"] == "milestone"
+    assert swish["candidate_call_bytes"] is None and swish["over_memory"] is None  # refused before it ran
+    assert swish["memory_penalty"] is False and rms["memory_penalty"] is None and huge["memory_penalty"] is None
     table = (graded / "table.md").read_text()
+    assert f"| level1/01_relu | 0 | passed | {relu['reward']:g} |" in table and f"| {used / MIB:.1f} |" in table
+    assert "| level1/02_swish | 0 | failed | -1 | — | — | — | — | — | — | — |" in table
     # 4 problems, 1 fault (not graded), 1 missing; 1 of the 3 graded passed.
     assert "| level 1 | 4 | 4 | 1 | 1 | 33.3% |" in table
     assert "Environment faults (1, not counted as failures)" in table and "99_huge_relu" in table
     csv_lines = (graded / "results.csv").read_text().splitlines()
     assert len(csv_lines) == 5 and csv_lines[0].startswith("problem,problem_id,level,attempt")
+    assert ",candidate_call_bytes,candidate_method,eager_bytes,compile_bytes,limit_bytes,over_memory," in csv_lines[0]
     assert (graded / "speedup.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -126,7 +139,8 @@ def test_a_rerun_keeps_every_row_and_grades_only_what_is_new(graded: Path, solut
     shutil.copyfile(PROBLEMS / "level1" / "05_reverse_cumsum.py", extra / "05_reverse_cumsum.py")
     capsys.readouterr()
     assert main(["bench", str(problems), str(extra), "--solutions", str(sol), "--out", str(graded), *QUICK]) == 0
-    assert "resuming" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert "resuming" in printed.err and "| memory × baseline | over memory limit |" in printed.out
     after = _rows(graded)
     assert {k: after[k] for k in before} == before  # same rows, same seconds: nothing was graded again
     assert after["level1/05_reverse_cumsum"]["missing"]
@@ -159,6 +173,46 @@ def test_compare_two_result_sets(graded: Path, env: Path, capsys: pytest.Capture
     assert f"B - A = {relu.speedup_eager:+.3f}" in out  # one paired problem: B's geomean is twice A's
     assert "geomean speedup over compile: no problem passed and timed in both sets" in out
     assert main(["bench", "compare", str(graded)]) == 2
+
+
+def test_a_results_folder_written_before_memory_resumes_and_compares(graded: Path, solution_set: tuple[Path, Path],
+                                                                     env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """results.json without the memory fields (as bench wrote it before it kept memory): a resume
+    keeps its rows as they were, and compare shows memory only where both sets hold it."""
+    problems, sol = solution_set
+    data = json.loads((graded / "results.json").read_text())
+    for r in data["rows"]:
+        for name in MEMORY_FIELDS:
+            del r[name]
+    old = env / "out-before-memory"
+    old.mkdir()
+    (old / "results.json").write_text(json.dumps(data))
+    assert main(["bench", str(problems), "--solutions", str(sol), "--out", str(old), *QUICK]) == 0
+    rows = _rows_list(old)
+    assert len(rows) == len(data["rows"]) and all(r.candidate_call_bytes is None for r in rows)
+    assert all(r.memory_penalty is None and r.over_memory is None for r in rows)
+    capsys.readouterr()
+    assert main(["bench", "compare", str(old), str(graded), "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "memory: not compared (no memory figures in A)" in out and "B - A = +0.000" in out
+
+
+def test_the_composite_reward_s_memory_penalty_shows_in_the_row_and_the_table(env: Path) -> None:
+    """A limit of 0 bytes (no factor, no slack): the reference ReLU is past it, and under composite its
+    reward takes the penalty; the row, the table and the list of rows over the limit say so."""
+    out = env / "out-memory-penalty"
+    tight = ["--set", "scheduler.eval.reward_fn=composite", "--set", "scheduler.eval.composite.memory_factor=0",
+             "--set", "scheduler.eval.composite.memory_slack_cpu_mib=0"]
+    assert main(["bench", str(PROBLEMS / "level1" / "01_relu.py"), "--reference", "--out", str(out), *QUICK,
+                 *tight]) == 0
+    (row,) = _rows_list(out)
+    assert row.passed and row.reward_fn == "composite" and row.limit_bytes == 0, row
+    assert row.candidate_call_bytes is not None and row.candidate_call_bytes > 0, row
+    assert row.over_memory is True and row.memory_penalty is True, row
+    assert row.reward is not None and row.reward <= 1.5, row  # correct + at most 1 for speed - 0.5
+    table = (out / "table.md").read_text()
+    assert "| 1 of 1 |" in table and "| 0.0 | yes, penalised |" in table
+    assert "Over the memory limit (1 row(s), 1 problem(s)):" in table
 
 
 INLINE_RELU = '''import torch
