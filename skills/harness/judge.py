@@ -92,6 +92,19 @@ SAMPLE_SEED = -1000
 """derive_seed index of output i's sample positions: SAMPLE_SEED + i."""
 
 
+def _forward64(model64: Any, args: list[Any]) -> Any:
+    """The fp64 copy's forward with torch's default dtype fp64, so that what the forward makes
+    itself (`torch.randn(...)` for a missing state, `torch.zeros`, `torch.arange(..., dtype=float)`
+    by default) is fp64 beside its fp64 inputs: KernelBench's level3/35_LSTM draws h0/c0 that way,
+    and its fp64 reference crashed on fp32 state beside fp64 input (H200, 2026-12-03)."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return model64(*args)
+    finally:
+        torch.set_default_dtype(before)
+
+
 def _sample(ref: Reference, idx: torch.Tensor | None) -> Reference:
     """The reference at the elements `idx` (None: ref itself)."""
     if idx is None:
@@ -246,7 +259,7 @@ class Judge:
                     return self._sliced_references(model64, inputs, r)
                 except NotFinitePieces:
                     pass  # measured whole below (a non-finite reference: the careful way needs r64 whole)
-            r64 = as_outputs(model64(*to_device(inputs, self.device, double=True)), "Model")
+            r64 = as_outputs(_forward64(model64, to_device(inputs, self.device, double=True)), "Model")
         return [Reference(a.detach(), b.detach().double(), self.budget) for a, b in zip(r, r64, strict=True)]
 
     def _sliced_references(self, model64: Any, inputs: list[Any], r: list[Any]) -> list[Reference]:
@@ -262,7 +275,7 @@ class Judge:
 
         def pieces(j: int) -> Iterator[torch.Tensor]:
             for lo in range(0, rows, step):
-                out = as_outputs(model64(*self._rows64(inputs, rows, lo, lo + step)), "Model")
+                out = as_outputs(_forward64(model64, self._rows64(inputs, rows, lo, lo + step)), "Model")
                 yield out[j].detach().double()
                 del out
 
@@ -283,9 +296,9 @@ class Judge:
             m = min(4, rows // 2)
             ok = m >= 1
             if ok:
-                both = as_outputs(model64(*self._rows64(inputs, rows, 0, 2 * m)), "Model")
-                first = as_outputs(model64(*self._rows64(inputs, rows, 0, m)), "Model")
-                second = as_outputs(model64(*self._rows64(inputs, rows, m, 2 * m)), "Model")
+                both = as_outputs(_forward64(model64, self._rows64(inputs, rows, 0, 2 * m)), "Model")
+                first = as_outputs(_forward64(model64, self._rows64(inputs, rows, 0, m)), "Model")
+                second = as_outputs(_forward64(model64, self._rows64(inputs, rows, m, 2 * m)), "Model")
                 for w, a, b in zip(both, first, second, strict=True):
                     apart = torch.cat([a.double(), b.double()])
                     w = w.double()
