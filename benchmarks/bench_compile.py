@@ -5,7 +5,7 @@
 Rows:
 - load_inline (fresh build dir): a fresh process that imports torch and builds the same kernel
   KernelBench-style (torch/extension.h + pybind) -- the reference point of the issue.
-- build cold, in process: skills.build with an empty cache (what the compile skill waits for; the
+- build cold, in process: skills.evaluator.build with an empty cache (what the compile skill waits for; the
   daemon does not start a process to build).
 - build cold, fresh process: the same from a new Python process (process start included).
 - edit one kernel, in process / fresh process: one .cu of two changed, rebuilt with a warm cache.
@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
-from skills.build import BuildConfig, build  # noqa: E402
+from skills.evaluator.build import BuildConfig, build  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SWISH = ROOT / "problems/solutions/cuda/level1/02_swish/kernels/swish.cu"
@@ -71,7 +71,7 @@ FRESH_BUILD = textwrap.dedent("""\
     import sys, time
     t0 = time.perf_counter()
     sys.path.insert(0, sys.argv[3])
-    from skills.build import BuildConfig, build
+    from skills.evaluator.build import BuildConfig, build
     r = build(sys.argv[1], BuildConfig(backend="cuda", cache_dir=sys.argv[2], arch=sys.argv[4]))
     assert r.ok, r.errors
     print(time.perf_counter() - t0)

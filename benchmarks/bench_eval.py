@@ -37,10 +37,10 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
-from skills.baselines import JsonBaselineCache  # noqa: E402
-from skills.build import BuildConfig  # noqa: E402
-from skills.evaluate import EvalConfig, WarmPool, build_workspace, evaluate  # noqa: E402
-from skills.results import EvalResult, Mode  # noqa: E402
+from skills.evaluator.baselines import JsonBaselineCache  # noqa: E402
+from skills.evaluator.build import BuildConfig  # noqa: E402
+from skills.evaluator.evaluate import EvalConfig, WarmPool, build_workspace, evaluate  # noqa: E402
+from skills.evaluator.results import EvalResult, Mode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,7 +91,7 @@ def cmd_solutions(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
 def _memory_row(r: EvalResult) -> dict[str, Any]:
     """One solution's footprints (MiB), its ratio to the larger baseline, and the composite reward
     with and without the memory term under DEFAULT_COMPOSITE."""
-    from skills.reward import DEFAULT_COMPOSITE, composite, memory_limit, over_memory
+    from skills.evaluator.reward import DEFAULT_COMPOSITE, composite, memory_limit, over_memory
 
     m = r.memory
 
@@ -155,11 +155,11 @@ def _fmt(stages: dict[str, Any]) -> str:
 
 def _compile_storm(k: int, tmp: Path, confined: bool = True) -> list[subprocess.Popen[bytes]]:
     """K processes that rebuild a kernel from a cold cache in a loop (nvcc load on the CPU).
-    confined: nice 10 and off the timing cores (skills/affinity.py, as with pin_cpus);
+    confined: nice 10 and off the timing cores (skills/evaluator/affinity.py, as with pin_cpus);
     otherwise neither, as before affinity.py existed."""
     src = ROOT / "problems/solutions/cuda/level2/03_layernorm_gelu/kernels"
     script = ("import sys,shutil,pathlib; sys.path.insert(0, sys.argv[1]);"
-              "import skills.build as b, skills.affinity as a\n"
+              "import skills.evaluator.build as b, skills.evaluator.affinity as a\n"
               + ("a.reserve_timing_cpus()\n" if confined else "b.confine_build = lambda pid: None\n") +
               "i=0\nwhile True:\n  c=pathlib.Path(sys.argv[2])/str(i); b.build(sys.argv[3], b.BuildConfig(backend='cuda', cache_dir=str(c)));"
               " shutil.rmtree(c); i+=1\n")
@@ -209,7 +209,7 @@ _LAST_TIMED: list[Any] = []
 
 def _keep_samples() -> None:
     """Keep each candidate's timed loop (the judge's report: raw per-call samples)."""
-    import skills.evaluate as ev
+    import skills.evaluator.evaluate as ev
 
     check = ev.checked_calls_flags
 
@@ -298,7 +298,7 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
 
 def cmd_ncu(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
     from skills.eval_skills import Evaluator
-    from skills.ncu import format_report
+    from skills.evaluator.ncu import format_report
 
     problem, ws = _one(args)
     ev = Evaluator(problem, cfg, cache=cache)

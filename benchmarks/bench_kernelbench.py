@@ -5,7 +5,7 @@ the eager baseline: a gradable problem scores reward 1 (correct, not faster than
 Per problem: gradable (correct, no flag, no error), reward, stage and error, wall seconds, and
 peak GPU memory of the judge and of the candidate seen from outside (EvalResult.memory: NVML
 sampled by the evaluator every 10 ms per worker process tree; None where NVML cannot be read),
-beside the judge's memory plan (skills/harness/memory.py) for comparison.
+beside the judge's memory plan (skills/evaluator/harness/memory.py) for comparison.
 
     python benchmarks/bench_kernelbench.py ../shared/kernelbench --out kernelbench-h200
     python benchmarks/bench_kernelbench.py ../shared/kernelbench/level1/9_Tall_skinny_matrix_multiplication_.py
@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, environment, table, write_result  # noqa: E402
 from runtime.bench_sources import reference_model_source  # noqa: E402
-from skills.baselines import JsonBaselineCache  # noqa: E402
-from skills.build import BuildConfig  # noqa: E402
-from skills.evaluate import EvalConfig, WarmPool, evaluate  # noqa: E402
-from skills.harness.protocol import TimingConfig  # noqa: E402
-from skills.paired import PairedConfig  # noqa: E402
-from skills.results import EvalResult, Mode  # noqa: E402
+from skills.evaluator.baselines import JsonBaselineCache  # noqa: E402
+from skills.evaluator.build import BuildConfig  # noqa: E402
+from skills.evaluator.evaluate import EvalConfig, WarmPool, evaluate  # noqa: E402
+from skills.evaluator.harness.protocol import TimingConfig  # noqa: E402
+from skills.evaluator.paired import PairedConfig  # noqa: E402
+from skills.evaluator.results import EvalResult, Mode  # noqa: E402
 
 GIB = 1 << 30
 
@@ -63,8 +63,8 @@ def name_of(f: Path) -> str:
 
 def plan_of(f: Path, n_sets: int) -> tuple[float | None, float | None]:
     """The judge's memory plan (GiB judge, candidate) at the file's own sizes, on meta tensors."""
-    from skills.harness.memory import plan
-    from skills.problem import load_problem
+    from skills.evaluator.harness.memory import plan
+    from skills.evaluator.problem import load_problem
 
     try:
         p = plan(load_problem(f, sizes="default"), n_sets)

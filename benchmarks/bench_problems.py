@@ -19,11 +19,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
-from skills.harness.exchange import to_device  # noqa: E402
-from skills.harness.judge import set_precision  # noqa: E402
-from skills.harness.protocol import TimingConfig, rotation  # noqa: E402
-from skills.harness.timing import Loop  # noqa: E402
-from skills.problem import iter_problems, load_problem  # noqa: E402
+from skills.evaluator.harness.exchange import to_device  # noqa: E402
+from skills.evaluator.harness.judge import set_precision  # noqa: E402
+from skills.evaluator.harness.protocol import TimingConfig, rotation  # noqa: E402
+from skills.evaluator.harness.timing import Loop  # noqa: E402
+from skills.evaluator.problem import iter_problems, load_problem  # noqa: E402
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
     python benchmarks/bench_sandbox.py [--repeats 20] [--out NAME]
 
 Measures the wall time of starting a Python process that imports torch and exits, bare and inside
-the exact sandbox the evaluator builds (skills.sandbox.wrap, as `nobody` when run as root), and
+the exact sandbox the evaluator builds (skills.evaluator.sandbox.wrap, as `nobody` when run as root), and
 reports the difference. Target (issue 3): <= 100 ms per evaluation.
 """
 
@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
-from skills.evaluate import EvalConfig, candidate_command, make_scratch, worker_env  # noqa: E402
-from skills.sandbox import clean_env, process_ids  # noqa: E402
+from skills.evaluator.evaluate import EvalConfig, candidate_command, make_scratch, worker_env  # noqa: E402
+from skills.evaluator.sandbox import clean_env, process_ids  # noqa: E402
 
 
 def _time(cmd: list[str], env: dict[str, str], run_as: int | None, repeats: int) -> list[float]:

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, environment, table  # noqa: E402
 from runtime.store import Store  # noqa: E402
 from runtime.store.rows import Message, ProblemRow, ToolCallRow, ToolCallSpec, TurnRow  # noqa: E402
-from skills.results import (  # noqa: E402
+from skills.evaluator.results import (  # noqa: E402
     EvalResult,
     Interval,
     OutputError,

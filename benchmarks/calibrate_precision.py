@@ -7,7 +7,7 @@
 On the CPU (default) sizes default to small and the result is precision-calibration-cpu; with
 `--device cuda` (an H200) sizes default to default and the result is precision-calibration-h200.
 
-For every bundled problem the reference is built by the judge itself (`skills.harness.judge.Judge`
+For every bundled problem the reference is built by the judge itself (`skills.evaluator.harness.judge.Judge`
 on the chosen device: `set_precision`, inputs drawn from derived seeds on that device, r from the
 fp32 model, r64 from its fp64 deep copy on fp64 inputs) and each candidate output is graded by
 `compare_output` against those `Reference`s, exactly as an evaluation would. Every candidate runs
@@ -38,7 +38,7 @@ downcast (must fail on fp32 problems):
 
 Writes benchmarks/results/OUT.json and OUT.md and prints the table. Misses (a fair candidate
 rejected, a downcast passed on an fp32 problem) are findings: thresholds live in
-skills/harness/compare.py and are not tuned here.
+skills/evaluator/harness/compare.py and are not tuned here.
 """
 
 from __future__ import annotations
@@ -61,12 +61,12 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from benchmarks.common import RESULTS, environment, table, write_result  # noqa: E402
-from skills.harness import protocol as P  # noqa: E402
-from skills.harness.compare import Budget, BudgetUndefined, Reference, compare_output  # noqa: E402
-from skills.harness.exchange import to_device  # noqa: E402
-from skills.harness.judge import Judge, ProblemRefused, as_outputs, set_precision  # noqa: E402
-from skills.precision_code import PrecisionEvidence  # noqa: E402
-from skills.problem import PROBLEMS_ROOT, iter_problems  # noqa: E402
+from skills.evaluator.harness import protocol as P  # noqa: E402
+from skills.evaluator.harness.compare import Budget, BudgetUndefined, Reference, compare_output  # noqa: E402
+from skills.evaluator.harness.exchange import to_device  # noqa: E402
+from skills.evaluator.harness.judge import Judge, ProblemRefused, as_outputs, set_precision  # noqa: E402
+from skills.evaluator.precision_code import PrecisionEvidence  # noqa: E402
+from skills.evaluator.problem import PROBLEMS_ROOT, iter_problems  # noqa: E402
 
 FAIR_TORCH = ("threads", "split", "reorder", "ulp2")
 # Fair fp32 algorithms a hand-written kernel may use, emulated at dispatch; graded against the fair
@@ -944,7 +944,7 @@ NOTES = [
     " is relative to the reference under their own policy.",
     "- `tf32` on the CPU: `set_precision('tf32')` does not change CPU matmuls, so the CPU reference of a"
     " tf32 problem is plain fp32; its budget adds TF32 operand rounding analytically (Budget.tf32 in"
-    " skills/harness/compare.py: 8 * 2^-11 * (|r64| + rms) per element, 4 * 2^-11 * ||r64|| on the norm).",
+    " skills/evaluator/harness/compare.py: 8 * 2^-11 * (|r64| + rms) per element, 4 * 2^-11 * ||r64|| on the norm).",
     "- `split` legality is decided in fp64 (fp64 model on the halves vs r64 within 1e-9), so the"
     " fp32 split is tested, not assumed; problems where it is not legal are n/a with the reason.",
     "- `ulp2` on a bf16/fp16 output adds 2 fp32 ulps and rounds back to the output dtype (what fp32"

@@ -17,11 +17,11 @@ Every cell also tries a legacy IPC *event* handle (cuIpcGetEventHandle / cuIpcOp
 
 Placements of the child:
   plain           a plain child process
-  bwrap           bubblewrap with the sandbox's flags (skills.sandbox.wrap; run as root, the
+  bwrap           bubblewrap with the sandbox's flags (skills.evaluator.sandbox.wrap; run as root, the
                   child is uid 65534 in its own user, PID, IPC, UTS and network namespaces)
   bwrap-sharepid  the same without --unshare-pid (is a shared PID namespace what legacy IPC needs?)
   bwrap-nobody    the same flags with bwrap itself started as uid 65534, as the evaluator does
-                  when the project and interpreter are world-readable (skills.evaluate.candidate_uid)
+                  when the project and interpreter are world-readable (skills.evaluator.evaluate.candidate_uid)
 
 Per cell: the parent fills `inp` with a pattern; the child maps both buffers, checks the pattern,
 rewrites `inp` and writes `out` with torch kernels over the mapped memory, syncs; the parent checks
@@ -518,17 +518,17 @@ def sandbox_tools() -> tuple[Any, Any, str]:
     """(wrap, clean_env, source): the project's own, or a copy of its flags if it cannot be imported."""
     sys.path.insert(0, str(ROOT))
     try:
-        from skills.sandbox import SandboxConfig, clean_env, wrap
+        from skills.evaluator.sandbox import SandboxConfig, clean_env, wrap
 
         cfg = SandboxConfig(mode="bwrap", allow_unsafe=False)
         return (lambda cmd: wrap(cmd, cfg=cfg, readable=[SCRIPT], writable=[], cwd=ROOT, gpu=True)), clean_env, \
-            "skills.sandbox.wrap"
+            "skills.evaluator.sandbox.wrap"
     except Exception as e:  # e.g. msgspec missing: the same namespace flags, written out here
         return replicated_wrap, replicated_env, f"replicated namespace flags ({type(e).__name__}: {e})"
 
 
 def replicated_wrap(cmd: list[str]) -> list[str]:
-    """skills.sandbox.wrap's namespace, uid and /dev flags (gpu=True), for when the project cannot
+    """skills.evaluator.sandbox.wrap's namespace, uid and /dev flags (gpu=True), for when the project cannot
     be imported. Its filesystem view is wider than the sandbox's (/ read-only, $HOME hidden): the
     namespaces, not the folders, are what CUDA IPC may depend on."""
     import site
@@ -774,8 +774,8 @@ def environment(drv: Driver | None) -> dict[str, Any]:
 def _evaluator_uid() -> Any:
     """Who the evaluator would run the candidate as here (65534, or None: root in the user ns)."""
     try:
-        from skills.evaluate import candidate_uid
-        from skills.sandbox import SandboxConfig
+        from skills.evaluator.evaluate import candidate_uid
+        from skills.evaluator.sandbox import SandboxConfig
 
         return candidate_uid(SandboxConfig())
     except Exception as e:

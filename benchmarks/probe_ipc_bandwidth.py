@@ -1,6 +1,6 @@
 """How fast torch kernels read GPU memory shared across processes, by how it was shared.
 
-The candidate reads its inputs from the judge's arena (skills/harness/arena.py). On the H200 the
+The candidate reads its inputs from the judge's arena (skills/evaluator/harness/arena.py). On the H200 the
 problem's own Model read 1.2-2x slower there than on private copies of the same inputs in the same
 process (probe_parity.py, 2026-12-02). This probe times the same kernels (a sum, a matrix-vector
 product, an elementwise op) over one buffer as a child process sees it:

@@ -25,7 +25,7 @@ MIB = 1 << 20
 
 
 def _used(pid: int) -> int:
-    from skills.nvml import Nvml
+    from skills.evaluator.nvml import Nvml
 
     nvml = Nvml.open(0)
     assert nvml is not None, "no NVML"
@@ -37,8 +37,8 @@ def child(handle_hex: str, nbytes: int, fd: int) -> None:
     """The candidate's side: report its NVML figure at each step (one JSON line each)."""
     import torch
 
-    from skills.harness import arena
-    from skills.harness.protocol import Layout, SlotSpec
+    from skills.evaluator.harness import arena
+    from skills.evaluator.harness.protocol import Layout, SlotSpec
 
     me = os.getpid()
     torch.empty(1, device="cuda")
@@ -71,8 +71,8 @@ def main() -> None:
         return
     import torch
 
-    from skills.harness import arena
-    from skills.harness.protocol import Layout, SlotSpec
+    from skills.evaluator.harness import arena
+    from skills.evaluator.harness.protocol import Layout, SlotSpec
 
     nbytes = int(args.gib * (1 << 30))
     torch.empty(1, device="cuda")

@@ -90,8 +90,8 @@ class ModelNew(Model):
 ALONE = r'''
 import json, statistics, sys, torch
 sys.path.insert(0, sys.argv[2])
-from skills.problem import load_problem
-from skills.harness.judge import set_precision
+from skills.evaluator.problem import load_problem
+from skills.evaluator.harness.judge import set_precision
 p = load_problem(sys.argv[1], sizes="default")
 set_precision(p.problem.precision)
 torch.manual_seed(0)
@@ -148,10 +148,10 @@ def workspace(f: Path, variant: str, tmp: Path) -> Path:
 
 
 async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend: str = "cuda") -> dict[str, Any]:
-    from skills.baselines import JsonBaselineCache
-    from skills.build import BuildConfig
-    from skills.evaluate import EvalConfig, evaluate
-    from skills.harness.protocol import TimingConfig
+    from skills.evaluator.baselines import JsonBaselineCache
+    from skills.evaluator.build import BuildConfig
+    from skills.evaluator.evaluate import EvalConfig, evaluate
+    from skills.evaluator.harness.protocol import TimingConfig
 
     ws = workspace(f, variant, tmp)
     timing = TimingConfig(warmup_calls=3, warmup_seconds=0.05, min_calls=10, max_calls=200, target_seconds=0.1,

@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from runtime.episode import EpisodeOutcome
-from skills.report import format_result
+from skills.evaluator.report import format_result
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _MODEL = re.compile(r"^class\s+Model\s*\(", re.MULTILINE)

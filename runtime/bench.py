@@ -11,7 +11,7 @@ How a run goes:
 2. rows already in OUT/results.json are kept (resume); every other job runs;
 3. KernelBench-style load_inline solutions are built ahead, `--compile-jobs` at a time, by a
    correctness-only evaluation that leaves a passing build in the parent's extension cache
-   (skills/ext_cache.py); nothing is timed meanwhile. One that fails there is graded by it (a
+   (skills/evaluator/ext_cache.py); nothing is timed meanwhile. One that fails there is graded by it (a
    build or correctness failure scores the same in the final evaluation);
 4. the final evaluations: builds of kernels/ in the compile pool, then one evaluation slot each
    (runtime/slots.py: one GPU per slot, so one timed loop per GPU at a time; on cpu
@@ -50,10 +50,10 @@ from runtime.bench_rows import (
 from runtime.bench_sources import BenchProblem, builds_inline, reference_model_source
 from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots, LeasedEvaluator
-from skills.baselines import BaselineCache
-from skills.evaluate import EvalConfig, WarmPool, evaluate
-from skills.results import EvalResult, Mode
-from skills.reward import get_reward_fn
+from skills.evaluator.baselines import BaselineCache
+from skills.evaluator.evaluate import EvalConfig, WarmPool, evaluate
+from skills.evaluator.results import EvalResult, Mode
+from skills.evaluator.reward import get_reward_fn
 
 TABLE = "table.md"
 log = logging.getLogger("kagent.bench")

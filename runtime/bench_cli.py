@@ -41,10 +41,10 @@ from runtime.bench_stats import memory_ratio
 from runtime.config import Config, ConfigError, default_config_path, load_config
 from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots
-from skills.baselines import BaselineCache
-from skills.evaluate import EvalConfig
-from skills.reward import MIB
-from skills.sandbox import SandboxConfig
+from skills.evaluator.baselines import BaselineCache
+from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.reward import MIB
+from skills.evaluator.sandbox import SandboxConfig
 
 
 class UsageError(Exception):
@@ -99,7 +99,7 @@ def _config(args: argparse.Namespace) -> Config:
         sched = msgspec.structs.replace(sched, backend=args.backend)
     cfg = msgspec.structs.replace(sched.eval, backend=sched.backend)
     if cfg.extension_cache_dir is None:
-        from skills.ext_cache import default_dir
+        from skills.evaluator.ext_cache import default_dir
 
         cfg = msgspec.structs.replace(cfg, extension_cache_dir=str(default_dir()))
     if args.unsafe_no_sandbox:
@@ -215,7 +215,7 @@ def _tmpdir() -> tempfile.TemporaryDirectory[str]:
 
 
 def _baseline_cache() -> BaselineCache:
-    from skills.baselines import JsonBaselineCache
+    from skills.evaluator.baselines import JsonBaselineCache
 
     return JsonBaselineCache()
 

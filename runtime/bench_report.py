@@ -16,7 +16,7 @@ from runtime.bench_stats import (
     memory_ratio,
     table,
 )
-from skills.reward import MIB
+from skills.evaluator.reward import MIB
 
 
 def _pct(v: float | None) -> str:

@@ -13,8 +13,8 @@ from typing import Literal
 
 import msgspec
 
-from skills import ext_cache, reward
-from skills.results import CandidateMemoryMethod, EvalResult, Speedup
+from skills.evaluator import ext_cache, reward
+from skills.evaluator.results import CandidateMemoryMethod, EvalResult, Speedup
 
 SourceKind = Literal["solutions", "reference", "reference_model", "policy"]
 """Where the graded code came from: a solution folder, the bundled reference solutions, each
@@ -128,7 +128,7 @@ class BenchRow(msgspec.Struct, kw_only=True):
     """The footprint ModelNew may reach before the composite reward's memory penalty, under the
     evaluation's settings (memory_factor x the larger baseline's + slack); None: no baseline measured."""
     over_memory: bool | None = None
-    """candidate_call_bytes > limit_bytes (skills.reward.over_memory); None: either was not measured."""
+    """candidate_call_bytes > limit_bytes (skills.evaluator.reward.over_memory); None: either was not measured."""
     memory_penalty: bool | None = None
     """The reward took the memory penalty off (reward_fn `composite`, passed and over_memory); False
     under another reward function; None: no reward given, or a row written before bench kept memory."""
@@ -148,7 +148,7 @@ class BenchRow(msgspec.Struct, kw_only=True):
     """Starting the final evaluation's workers up to the candidate's import (a load_inline build
     counts here: a cold one is ~60 s, a seeded one seconds)."""
     extension_cache_hit: bool = False
-    """The final evaluation's load_inline build was seeded from the parent's cache (skills/ext_cache.py)."""
+    """The final evaluation's load_inline build was seeded from the parent's cache (skills/evaluator/ext_cache.py)."""
     prebuild_seconds: float | None = None
     """The correctness-only evaluation that built a load_inline solution ahead (None: not built ahead)."""
     gpu: str | None = None

@@ -34,7 +34,7 @@ class BenchProblem(msgspec.Struct, frozen=True, kw_only=True):
     level: int | None
     """N of the levelN folder (None outside one)."""
     id: str
-    """Content hash of the source (skills.problem.source_id)."""
+    """Content hash of the source (skills.evaluator.problem.source_id)."""
 
     @property
     def stem(self) -> str:
@@ -48,13 +48,15 @@ class BenchProblem(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def level_of(dirname: str) -> int | None:
-    from skills.problem import level_of as of  # skills.problem imports torch: not at `kagent` start
+    from skills.evaluator.problem import (
+        level_of as of,  # skills.evaluator.problem imports torch: not at `kagent` start
+    )
 
     return of(dirname)
 
 
 def _problem(path: Path) -> BenchProblem:
-    from skills.problem import source_id
+    from skills.evaluator.problem import source_id
 
     level = level_of(path.parent.name)
     name = f"{path.parent.name}/{path.stem}" if level is not None else path.stem

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import msgspec
 
-from skills.build import BuildConfig, BuildResult, build, detect_arch
-from skills.report import format_build
-from skills.results import Flag
-from skills.static_check import check_workspace
+from skills.evaluator.build import BuildConfig, BuildResult, build, detect_arch
+from skills.evaluator.report import format_build
+from skills.evaluator.results import Flag
+from skills.evaluator.static_check import check_workspace
 
 _SOURCE_SUFFIXES = (".cu", ".cpp")
 

@@ -26,8 +26,8 @@ import anyio
 import msgspec
 
 if TYPE_CHECKING:  # the evaluator is imported by `kagent eval` alone: `--help` and the rest start fast
-    from skills.evaluate import EvalConfig
-    from skills.results import EvalResult, Mode
+    from skills.evaluator.evaluate import EvalConfig
+    from skills.evaluator.results import EvalResult, Mode
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,11 +93,11 @@ def run_eval(args: argparse.Namespace) -> int:
     backend = eval_backend(args.backend)
     if backend is None:
         return 2
-    from skills.evaluate import EvalConfig
-    from skills.ext_cache import default_dir as ext_cache_dir
-    from skills.harness.protocol import TimingConfig
-    from skills.report import format_result
-    from skills.sandbox import SandboxConfig
+    from skills.evaluator.evaluate import EvalConfig
+    from skills.evaluator.ext_cache import default_dir as ext_cache_dir
+    from skills.evaluator.harness.protocol import TimingConfig
+    from skills.evaluator.report import format_result
+    from skills.evaluator.sandbox import SandboxConfig
 
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
     if bad := [b for b in baselines if b not in ("eager", "compile")]:
@@ -110,7 +110,7 @@ def run_eval(args: argparse.Namespace) -> int:
         extension_cache_dir=str(ext_cache_dir()),  # load_inline builds that passed, reused by the same code
         sandbox=SandboxConfig(allow_unsafe=True) if args.unsafe_no_sandbox else SandboxConfig(),
     )
-    from skills.reward import REWARDS
+    from skills.evaluator.reward import REWARDS
 
     if args.reward not in REWARDS:
         _err(f"unknown reward function {args.reward!r}; valid: {', '.join(sorted(REWARDS))}")
@@ -144,14 +144,14 @@ def eval_backend(asked: str | None) -> Literal["cuda", "cpu"] | None:
 
 
 async def _evaluate(problem: Path, workspace: Path, mode: Mode, config: EvalConfig) -> EvalResult:
-    from skills.baselines import JsonBaselineCache
-    from skills.evaluate import evaluate
+    from skills.evaluator.baselines import JsonBaselineCache
+    from skills.evaluator.evaluate import evaluate
 
     return await evaluate(problem, workspace, mode=mode, config=config, baseline_cache=JsonBaselineCache())
 
 
 def run_problems(args: argparse.Namespace) -> int:
-    # torch-free (skills.problem imports torch): the command must start in well under a second
+    # torch-free (skills.evaluator.problem imports torch): the command must start in well under a second
     from runtime.problem_list import table
 
     if not args.root.is_dir():

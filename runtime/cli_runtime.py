@@ -391,7 +391,7 @@ def _export_trl_messages(args: argparse.Namespace, db: Path, config: Config) -> 
 def run_replay(args: argparse.Namespace) -> int:
     from runtime.replay import Replayer, table_rows
     from runtime.store import StoreBaselineCache
-    from skills.sandbox import SandboxConfig
+    from skills.evaluator.sandbox import SandboxConfig
 
     config = _config(args)
     db = _db(args, config)

@@ -19,7 +19,7 @@ import anyio
 import msgspec
 
 from runtime.store import ProblemRow, Store
-from skills.problem import (
+from skills.evaluator.problem import (
     MANIFEST_NAME,
     ManifestRow,
     iter_problems,

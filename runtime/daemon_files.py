@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 
 from runtime.config import Paths
-from skills import atomic
+from skills.evaluator import atomic
 
 
 class DaemonInfo(msgspec.Struct, kw_only=True):

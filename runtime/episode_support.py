@@ -12,9 +12,9 @@ import msgspec
 import torch
 
 from runtime.store import Message, ProblemRow
-from skills import reward
-from skills.results import Backend, EvalResult, Precision, Speedup, StageTimes
-from skills.reward import get_reward_fn
+from skills.evaluator import reward
+from skills.evaluator.results import Backend, EvalResult, Precision, Speedup, StageTimes
+from skills.evaluator.reward import get_reward_fn
 from skills.workspace import MODEL, MODEL_NEW_TEMPLATE, Workspace
 
 NO_TOOL_CALL = ("Your reply contained no tool call. Work only through the tools (write_file, compile,"

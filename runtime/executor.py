@@ -22,10 +22,10 @@ import msgspec
 
 from runtime.settings import RayConfig, SchedulerConfig
 from runtime.slots import EvalSlots, LeasedEvaluator
-from skills.baselines import BaselineCache
 from skills.eval_skills import Evaluator
-from skills.evaluate import EvalConfig, WarmPool
-from skills.results import EvalResult, Mode
+from skills.evaluator.baselines import BaselineCache
+from skills.evaluator.evaluate import EvalConfig, WarmPool
+from skills.evaluator.results import EvalResult, Mode
 
 OnFault = Callable[[EvalResult], Awaitable[None]]
 """Stores an attempt an executor lost (its actor died): the evaluation is then re-run elsewhere."""

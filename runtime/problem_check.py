@@ -79,7 +79,7 @@ def main() -> int:
     verdict_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the problem's prints go to stderr, not into the verdict
     request = msgspec.json.decode(sys.stdin.buffer.read())
-    from skills.problem import ProblemError, load_problem_source
+    from skills.evaluator.problem import ProblemError, load_problem_source
 
     _limit_memory(int(request["memory_mb"]))
     try:

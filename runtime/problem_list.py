@@ -1,9 +1,9 @@
 """`kagent problems list` without torch: the problem files and the manifest's summary columns.
 
-skills.problem owns the problem format, the manifest and `iter_problems`, but importing it loads
+skills.evaluator.problem owns the problem format, the manifest and `iter_problems`, but importing it loads
 torch (seconds on a small machine) for a command that only reads a folder and a JSONL file. This
 reads the few manifest fields the table shows and walks `levelN/*.py` the way
-`skills.problem.iter_problems` does (tests/test_cli.py compares the two listings).
+`skills.evaluator.problem.iter_problems` does (tests/test_cli.py compares the two listings).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import msgspec
 
-MANIFEST_NAME = "manifest.jsonl"  # skills.problem.MANIFEST_NAME
-_LEVEL_DIR = re.compile(r"level(\d+)")  # skills.problem.level_of
+MANIFEST_NAME = "manifest.jsonl"  # skills.evaluator.problem.MANIFEST_NAME
+_LEVEL_DIR = re.compile(r"level(\d+)")  # skills.evaluator.problem.level_of
 
 
 class ManifestSummary(msgspec.Struct, kw_only=True):
-    """The columns of a manifest row the table shows (skills.problem.ManifestRow has them all)."""
+    """The columns of a manifest row the table shows (skills.evaluator.problem.ManifestRow has them all)."""
 
     name: str
     """levelN/stem."""

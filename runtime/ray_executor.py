@@ -52,13 +52,13 @@ from runtime.executor import (
 )
 from runtime.settings import RayConfig, SchedulerConfig
 from runtime.slots import slot_baselines, slot_evaluate, slot_ncu
-from skills.baselines import JsonBaselineCache
-from skills.build import BuildResult
 from skills.eval_skills import Evaluator
-from skills.evaluate import EvalConfig, WarmPool
-from skills.ncu import NcuReport
-from skills.problem import source_id
-from skills.results import EvalResult, Mode, Precision, StageTimes
+from skills.evaluator.baselines import JsonBaselineCache
+from skills.evaluator.build import BuildResult
+from skills.evaluator.evaluate import EvalConfig, WarmPool
+from skills.evaluator.ncu import NcuReport
+from skills.evaluator.problem import source_id
+from skills.evaluator.results import EvalResult, Mode, Precision, StageTimes
 from skills.workspace import Workspace
 
 log = logging.getLogger("kagent.ray")

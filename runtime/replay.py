@@ -28,9 +28,9 @@ import msgspec
 from runtime.store import EpisodeDetail, ToolCallRow, problem_path
 from skills import load_skills
 from skills.base import SkillContext, SkillResult, call_skill
-from skills.baselines import BaselineCache
 from skills.eval_skills import Evaluator
-from skills.evaluate import EvalConfig
+from skills.evaluator.baselines import BaselineCache
+from skills.evaluator.evaluate import EvalConfig
 from skills.workspace import Workspace, WorkspaceConfig
 
 FILE_SKILLS = frozenset({"read_file", "write_file", "edit_file", "list_files"})

@@ -56,8 +56,8 @@ from runtime.slots import EvalSlots
 from runtime.store import Origin, ProblemRow, Store
 from skills import load_skills
 from skills.eval_skills import Evaluator
-from skills.problem import ProblemError, source_id
-from skills.results import EvalResult
+from skills.evaluator.problem import ProblemError, source_id
+from skills.evaluator.results import EvalResult
 from skills.workspace import WorkspaceConfig
 
 log = logging.getLogger("kagent.scheduler")

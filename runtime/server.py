@@ -47,7 +47,7 @@ from runtime.store.export import iter_records
 from runtime.stream_format import SEPARATOR
 from runtime.transcript import render
 from runtime.ui import BrowserAuth, make_ui
-from skills.problem import ProblemError, source_id
+from skills.evaluator.problem import ProblemError, source_id
 
 MODEL = "kagent"
 

@@ -22,12 +22,12 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from skills.baselines import BaselineCache
-from skills.build import BuildResult
 from skills.eval_skills import Evaluator, _snapshot
-from skills.evaluate import EvalConfig, WarmPool, evaluate
-from skills.ncu import NcuReport
-from skills.results import EvalResult, Mode
+from skills.evaluator.baselines import BaselineCache
+from skills.evaluator.build import BuildResult
+from skills.evaluator.evaluate import EvalConfig, WarmPool, evaluate
+from skills.evaluator.ncu import NcuReport
+from skills.evaluator.results import EvalResult, Mode
 
 
 class EvalSlots:

@@ -12,8 +12,8 @@ import time
 from collections.abc import Iterable
 
 from runtime.store import EpisodeDetail, Message, ToolCallRow, TurnRow
-from skills.report import format_result
-from skills.results import EvalResult
+from skills.evaluator.report import format_result
+from skills.evaluator.results import EvalResult
 
 RULE = "─" * 78
 

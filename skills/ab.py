@@ -21,8 +21,8 @@ from typing import Literal
 import anyio
 import msgspec
 
-from skills.report import format_result, status
-from skills.results import EvalResult, Mode
+from skills.evaluator.report import format_result, status
+from skills.evaluator.results import EvalResult, Mode
 from skills.snapshots import Snapshots
 from skills.workspace import KERNELS, MODEL_NEW, Workspace, WorkspaceError
 

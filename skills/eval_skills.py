@@ -17,9 +17,9 @@ import msgspec
 
 from skills.ab import format_runs, passed_all, profile_runs
 from skills.base import SkillArgs, SkillContext, SkillResult, register
-from skills.baselines import BaselineCache
-from skills.build import BuildConfig, BuildResult
-from skills.evaluate import (
+from skills.evaluator.baselines import BaselineCache
+from skills.evaluator.build import BuildConfig, BuildResult
+from skills.evaluator.evaluate import (
     EvalConfig,
     build_workspace,
     candidate_env,
@@ -30,11 +30,11 @@ from skills.evaluate import (
     sandbox_cmd,
     worker_env,
 )
-from skills.ncu import NcuReport, find_ncu, format_report, ncu_command, run_ncu
-from skills.report import format_baselines, format_build, format_result
-from skills.results import EvalResult, Mode
-from skills.sandbox import SandboxUnavailable
-from skills.static_check import check_workspace
+from skills.evaluator.ncu import NcuReport, find_ncu, format_report, ncu_command, run_ncu
+from skills.evaluator.report import format_baselines, format_build, format_result
+from skills.evaluator.results import EvalResult, Mode
+from skills.evaluator.sandbox import SandboxUnavailable
+from skills.evaluator.static_check import check_workspace
 from skills.workspace import MODEL_NEW_TEMPLATE, Workspace, WorkspaceError
 
 

@@ -25,7 +25,7 @@ from types import TracebackType
 
 import msgspec
 
-from skills.atomic import write_atomic
+from skills.evaluator.atomic import write_atomic
 
 MODEL = "model.py"
 MODEL_NEW = "model_new.py"

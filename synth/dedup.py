@@ -170,7 +170,7 @@ def held_out_sources(root: Path, exclude: Path | None = None) -> list[tuple[str,
     (not its generated sets or reference solutions); any other folder every ``*.py`` below it.
     Files under ``exclude`` (the run's own output) are skipped.
     """
-    from skills.problem import iter_problems
+    from skills.evaluator.problem import iter_problems
 
     files = iter_problems(root) or [p for p in sorted(root.rglob("*.py"))
                                     if not p.name.startswith("_") and p.stem.lower() != "readme"]

@@ -2,7 +2,7 @@
 
 In order: default sizes fitted to a predicted-runtime target (``synth.sizing``), the predicted
 H200 eager time inside the window, a memory bound, the rendered file loads with
-``skills.problem.load_problem_source`` (small sizes), eager runs on the CPU (one thread, warnings
+``skills.evaluator.problem.load_problem_source`` (small sizes), eager runs on the CPU (one thread, warnings
 are errors): finite outputs, deterministic (same weights and inputs, another RNG state: identical
 outputs), fast enough at the small sizes (the faster of those two calls, a measurement), not
 constant, not tiny, input-dependent (other inputs give other outputs), the fp32 (or
@@ -25,7 +25,7 @@ from typing import Any, Literal
 import msgspec
 import torch
 
-from skills.problem import LoadedProblem, load_problem_source
+from skills.evaluator.problem import LoadedProblem, load_problem_source
 from synth.builder import OpDef
 from synth.predict import Prediction
 from synth.render import render

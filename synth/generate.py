@@ -21,7 +21,7 @@ from pathlib import Path
 import msgspec
 import torch
 
-from skills.problem import ManifestRow, ProblemError, manifest_row
+from skills.evaluator.problem import ManifestRow, ProblemError, manifest_row
 from synth.builder import OpDef
 from synth.compose import compose
 from synth.dedup import THRESHOLD, Index, held_out_sources, shingles
@@ -101,7 +101,7 @@ def _apply(static: Mapping[str, OpDef], results: list[ProbeResult]) -> tuple[dic
 
 def held_out_path(held_out: str) -> Path:
     """``bundled`` means this repository's ``problems/`` (its level folders); else a folder."""
-    from skills.problem import PROBLEMS_ROOT
+    from skills.evaluator.problem import PROBLEMS_ROOT
 
     return PROBLEMS_ROOT if held_out == "bundled" else Path(held_out)
 

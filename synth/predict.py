@@ -1,11 +1,11 @@
 """Predict a problem's eager time per call on an H200 without a GPU.
 
 The forward runs on meta tensors under a dispatch mode that records every ATen op that launches
-a kernel (views and allocations are skipped, as in ``skills.problem``). Each op costs
+a kernel (views and allocations are skipped, as in ``skills.evaluator.problem``). Each op costs
 
     max(flops / rate[precision], bytes_in_and_out / HBM_BPS) + LAUNCH_US
 
-and the prediction is the sum. Unlike ``skills.problem.estimate_h200_us`` (the manifest's
+and the prediction is the sum. Unlike ``skills.evaluator.problem.estimate_h200_us`` (the manifest's
 ``est_h200_us``), intermediates count: eager mode writes every op's output to memory and reads it
 back. ``HBM_BPS`` and ``LAUNCH_US`` were fitted (``python -m synth calibrate``) to the measured
 eager times (``baselines.eager_us_h200``) of the 79 bundled problems: see ``CALIBRATION``.
@@ -25,7 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
-from skills.problem import (
+from skills.evaluator.problem import (
     _NO_KERNEL_OPS,
     H200_FLOPS_PER_S,
     LoadedProblem,
@@ -62,7 +62,7 @@ class Prediction(msgspec.Struct, frozen=True):
     peak_bytes: int
     """Upper bound on memory: inputs + parameters + every op's outputs."""
     est_us: float
-    """``skills.problem.estimate_h200_us`` (the manifest's ``est_h200_us``): minimal bytes only."""
+    """``skills.evaluator.problem.estimate_h200_us`` (the manifest's ``est_h200_us``): minimal bytes only."""
 
 
 class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -70,7 +70,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         super().__init__()  # type: ignore[no-untyped-call]
         self.ops: list[tuple[int, int]] = []
         self.out_bytes = 0
-        self.raw_flops = 0  # flop_counter's count alone, as skills.problem's manifest uses
+        self.raw_flops = 0  # flop_counter's count alone, as skills.evaluator.problem's manifest uses
 
     def __torch_dispatch__(self, func: Any, types: Sequence[type], args: Sequence[Any] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
@@ -174,7 +174,7 @@ class Calibration(msgspec.Struct, frozen=True):
 
 def calibrate(root: Path) -> Calibration:
     """Grid-search bandwidth and launch cost minimising the spread of log(measured/predicted)."""
-    from skills.problem import iter_problems, load_problem
+    from skills.evaluator.problem import iter_problems, load_problem
 
     measured = {r.name: (r.baselines or {}).get("eager_us_h200") for r in read_manifest(root / "manifest.jsonl")}
     loaded = [load_problem(p) for p in iter_problems(root)]

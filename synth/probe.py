@@ -88,7 +88,7 @@ def measure_domain(op: OpDef) -> tuple[str | None, str | None, str | None]:
 
 
 def _run(src: str, name: str, dtype: str) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    from skills.problem import load_problem_source
+    from skills.evaluator.problem import load_problem_source
 
     lp = load_problem_source(src, name, sizes="small")
     outs = []
@@ -181,5 +181,5 @@ def supported_dtypes(results: Mapping[str, ProbeResult]) -> dict[str, frozenset[
 
 
 def dtype_name(dtype: Dtype) -> str:
-    """``bfloat16`` -> ``bf16`` (the precision names of ``skills.problem``)."""
+    """``bfloat16`` -> ``bf16`` (the precision names of ``skills.evaluator.problem``)."""
     return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int64": "int64"}[dtype]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from skills.problem import load_problem_source
+from skills.evaluator.problem import load_problem_source
 from synth.builder import OpDef
 from synth.predict import Prediction, predict
 from synth.render import render

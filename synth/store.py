@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from skills.problem import ManifestRow
+from skills.evaluator.problem import ManifestRow
 from synth.filters import Features, FilterConfig, Reason
 
 MANIFEST = "manifest.jsonl"
@@ -73,7 +73,7 @@ class SynthInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SynthRow(ManifestRow, kw_only=True):
-    """A manifest row (``skills.problem.ManifestRow``, source ``synth``) plus synth's fields."""
+    """A manifest row (``skills.evaluator.problem.ManifestRow``, source ``synth``) plus synth's fields."""
 
     synth: SynthInfo
     """Seed, index, difficulty features, decontamination distances."""

@@ -30,7 +30,7 @@ def moved_work_patch(after_work: str = "") -> str:
     then = f"\n        {after_work}" if after_work else ""
     return f"""import os
 
-_timing = {SYS_MODULES}["skills.harness.timing"]
+_timing = {SYS_MODULES}["skills.evaluator.harness.timing"]
 _call = _timing.Loop.call
 
 

@@ -19,15 +19,22 @@ from runtime.store import ProblemRow, Store, TurnRow
 from runtime.transcript import header
 from skills import load_skills
 from skills.base import SkillContext, SkillResult, call_skill, tool_schema, tool_schemas
-from skills.baselines import JsonBaselineCache
-from skills.build import BuildConfig
 from skills.eval_skills import Evaluator
-from skills.evaluate import EvalConfig
-from skills.harness.protocol import TimingConfig
-from skills.problem import source_id
-from skills.report import format_result
-from skills.results import EvalResult, Interval, OutputError, SetResult, StageTimes, TimingResult
-from skills.sandbox import SandboxConfig
+from skills.evaluator.baselines import JsonBaselineCache
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.problem import source_id
+from skills.evaluator.report import format_result
+from skills.evaluator.results import (
+    EvalResult,
+    Interval,
+    OutputError,
+    SetResult,
+    StageTimes,
+    TimingResult,
+)
+from skills.evaluator.sandbox import SandboxConfig
 from skills.workspace import Workspace, WorkspaceConfig
 
 CUDA_ONLY = ["Writing fast CUDA kernels", "<cuda_runtime.h>", "132 on H100/H200", "warp shuffles",

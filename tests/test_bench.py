@@ -21,9 +21,9 @@ from runtime.bench_rows import BenchRow, read_results
 from runtime.cli import main
 from runtime.fakes.scripted import scripted_server
 from runtime.store import Store
-from skills.reward import MIB
-from skills.sandbox import SandboxConfig
-from skills.sandbox import active as sandbox_active
+from skills.evaluator.reward import MIB
+from skills.evaluator.sandbox import SandboxConfig
+from skills.evaluator.sandbox import active as sandbox_active
 from tests.test_bench_stats import MEMORY_FIELDS
 from tests.test_environment_faults import HUGE, RELU_CPP, RELU_NEW
 

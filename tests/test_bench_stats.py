@@ -43,8 +43,8 @@ from runtime.bench_stats import (
     pass_at_k,
     table,
 )
-from skills.results import EvalResult
-from skills.reward import MIB, get_reward_fn, memory_limit, over_memory
+from skills.evaluator.results import EvalResult
+from skills.evaluator.reward import MIB, get_reward_fn, memory_limit, over_memory
 from tests.test_reward import mem, result
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
@@ -201,7 +201,7 @@ def test_solutions_are_found_in_every_layout(tmp_path: Path) -> None:
 
 
 def _final(r: EvalResult, reward_fn: str) -> EvalResult:
-    """As skills/evaluate.py finishes a final evaluation: the limit under the defaults, then the reward."""
+    """As skills/evaluator/evaluate.py finishes a final evaluation: the limit under the defaults, then the reward."""
     if r.memory is not None:
         limit = memory_limit(r)
         r.memory.limit_bytes = int(limit) if limit is not None else None
@@ -215,7 +215,7 @@ def _row_of(r: EvalResult) -> BenchRow:
 
 def test_rows_carry_the_memory_figures_and_whether_the_penalty_applied() -> None:
     """The figures are the evaluation's own (bytes, None where not measured); over_memory is the
-    reward's test (skills.reward.over_memory); the penalty applied only under composite, to a pass."""
+    reward's test (skills.evaluator.reward.over_memory); the penalty applied only under composite, to a pass."""
     cases = {  # ModelNew, eager, compile (MiB) -> over the limit (2 x the larger baseline + 128 MiB)
         "lean": (mem(300.0, eager_mib=100.0, compile_mib=120.0), False),  # limit 368 MiB
         "fat": (mem(400.0, eager_mib=100.0, compile_mib=120.0), True),

@@ -1,4 +1,4 @@
-"""skills/build.py and the kagent_ext shim, with the real compilers (no mocks)."""
+"""skills/evaluator/build.py and the kagent_ext shim, with the real compilers (no mocks)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import msgspec
 import pytest
 import torch
 
-from skills.build import (
+from skills.evaluator.build import (
     BuildConfig,
     BuildResult,
     build,
@@ -25,7 +25,7 @@ from skills.build import (
     trim_diagnostics,
 )
 
-SHIM = Path(__file__).resolve().parents[1] / "skills" / "harness" / "shim"
+SHIM = Path(__file__).resolve().parents[1] / "skills" / "evaluator" / "harness" / "shim"
 if str(SHIM) not in sys.path:
     sys.path.insert(0, str(SHIM))
 import kagent_ext  # noqa: E402

@@ -1,4 +1,4 @@
-"""CUDA libraries in kernels/ (skills/libraries.py, skills/build.py) and the optional-pointer ABI.
+"""CUDA libraries in kernels/ (skills/evaluator/libraries.py, skills/evaluator/build.py) and the optional-pointer ABI.
 
 A library is selected by its include, found in an nvidia-* wheel folder or the toolkit, and linked
 with an rpath. Most cases use a small stand-in "wheel" (real headers and a real shared library built
@@ -21,7 +21,7 @@ import msgspec
 import pytest
 import torch
 
-from skills.build import (
+from skills.evaluator.build import (
     POINTEE_DTYPES,
     SCALAR_KINDS,
     BuildConfig,
@@ -31,9 +31,9 @@ from skills.build import (
     detect_arch,
     ptx_command,
 )
-from skills.libraries import FoundLibrary, link_flags, locate, wanted
+from skills.evaluator.libraries import FoundLibrary, link_flags, locate, wanted
 
-SHIM = Path(__file__).resolve().parents[1] / "skills" / "harness" / "shim"
+SHIM = Path(__file__).resolve().parents[1] / "skills" / "evaluator" / "harness" / "shim"
 if str(SHIM) not in sys.path:
     sys.path.insert(0, str(SHIM))
 import kagent_ext  # noqa: E402
@@ -214,7 +214,7 @@ def test_cpu_backend_refuses_library_includes(tmp_path: Path) -> None:
 @needs_nvcc
 @needs_gxx
 def test_ptx_command_sees_the_libraries(tmp_path: Path) -> None:
-    """skills/precision_code.py recompiles .cu files to PTX; a source that includes cuBLAS must
+    """skills/evaluator/precision_code.py recompiles .cu files to PTX; a source that includes cuBLAS must
     compile there too, or its precision evidence would be 'unchecked'."""
     site = fake_cublas(tmp_path / "site")
     cmd = ptx_command(cuda_config(tmp_path, [str(site)]), "kernels/gemm.cu")
@@ -396,10 +396,10 @@ TF32_CU = SGEMM_CU.replace("cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MA
 
 @needs_real("cublas")
 def test_tf32_request_is_evidence_for_the_strict_budget(tmp_path: Path) -> None:
-    """A kernel that asks cuBLAS for TF32 is graded on the strict budget (skills/precision_code.py
+    """A kernel that asks cuBLAS for TF32 is graded on the strict budget (skills/evaluator/precision_code.py
     reads the library constants; its PTX compiles with the libraries' headers), the same kernel
     without the request on the fair one."""
-    from skills.precision_code import scan_build
+    from skills.evaluator.precision_code import scan_build
 
     config = cuda_config(tmp_path, None)
     for source, formats in ((TF32_CU, ["tf32"]), (SGEMM_CU.replace("tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : ", ""), [])):
@@ -428,7 +428,7 @@ print(float((y.double() - ref).abs().max() / ref.abs().max()))
 @pytest.mark.gpu
 @needs_real("cublas")
 def test_gpu_tf32_override_keeps_library_calls_in_fp32(tmp_path: Path) -> None:
-    """The candidate runs with NVIDIA_TF32_OVERRIDE=0 (skills/evaluate.py): a cuBLAS call that asks
+    """The candidate runs with NVIDIA_TF32_OVERRIDE=0 (skills/evaluator/evaluate.py): a cuBLAS call that asks
     for TF32 still computes in fp32 there, while without the override it is TF32-accurate only."""
     import os
 
@@ -452,10 +452,10 @@ def test_gpu_tf32_override_keeps_library_calls_in_fp32(tmp_path: Path) -> None:
 
 
 def test_library_kernels_launched_by_the_kernels_count_as_theirs() -> None:
-    """skills/harness/launches.py: a cuBLAS kernel the agent's C++ launched (no torch op active, only
+    """skills/evaluator/harness/launches.py: a cuBLAS kernel the agent's C++ launched (no torch op active, only
     the call window) is the agent's work; the same kernel launched under aten::mm is torch compute,
     and one whose launcher is unknown is not trusted either."""
-    from skills.harness.launches import Span, account
+    from skills.evaluator.harness.launches import Span, account
 
     windows = [Span(f"kagent_call_{i}", 100.0 * i, 100.0 * i + 50.0) for i in range(3)]
     sgemm = "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x128_8x4_nn_align1>(Params)"
@@ -494,8 +494,8 @@ def test_gpu_library_workspaces_grade_correct(solution: str, tmp_path: Path) -> 
     launch accounting): correct on every input set, no flag (their library kernels are theirs)."""
     import anyio
 
-    from skills.baselines import JsonBaselineCache
-    from skills.evaluate import EvalConfig, evaluate
+    from skills.evaluator.baselines import JsonBaselineCache
+    from skills.evaluator.evaluate import EvalConfig, evaluate
 
     config = EvalConfig(backend="cuda", baselines=["eager"],
                         build=BuildConfig(backend="cuda", cache_dir=str(tmp_path / "build"), arch=detect_arch() or "sm_90"))

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import anyio
 
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
 from tests.conftest import MakeWs
 from tests.test_environment_faults import RELU_NEW
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from skills.results import EvalResult
+from skills.evaluator.results import EvalResult
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -121,14 +121,14 @@ def test_problems_list(tmp_path: Path) -> None:
 
 
 def test_problems_list_walks_the_folder_as_skills_does_and_loads_no_problem_code(tmp_path: Path) -> None:
-    """runtime/problem_list.py mirrors skills.problem.iter_problems without importing it (torch)."""
+    """runtime/problem_list.py mirrors skills.evaluator.problem.iter_problems without importing it (torch)."""
     from runtime.problem_list import problem_files
-    from skills.problem import iter_problems
+    from skills.evaluator.problem import iter_problems
 
     assert problem_files(ROOT / "problems") == iter_problems(ROOT / "problems")
     code = ("import sys, contextlib, io\nfrom runtime.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n    main(['problems', 'list'])\n"
-            "print('skills.problem' in sys.modules)")
+            "print('skills.evaluator.problem' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr
     missing = cli(tmp_path, "problems", "list", "--root", str(tmp_path / "none"), timeout=60)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from kagentd_harness import RELU, ROOT, SUBMIT, Kagentd, Scripted
 
-from skills.problem import source_id
+from skills.evaluator.problem import source_id
 
 KEY = "cli-key-456"
 

@@ -1,4 +1,4 @@
-"""The judge's references in little memory (skills/harness/compare.py): r64 kept as r's fp32
+"""The judge's references in little memory (skills/evaluator/harness/compare.py): r64 kept as r's fp32
 difference, budgets and comparisons per chunk, with the same verdicts as the whole-tensor form."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from skills.harness import compare
-from skills.harness.compare import Budget, Reference, compare_output
+from skills.evaluator.harness import compare
+from skills.evaluator.harness.compare import Budget, Reference, compare_output
 
 
 def _pair(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -289,7 +289,7 @@ CRASH_TWO = """
 import os, sys, anyio
 from pathlib import Path
 from runtime.store import ProblemRow, Store, TurnRow
-from skills.problem import source_id
+from skills.evaluator.problem import source_id
 
 async def main():
     async with Store.open(sys.argv[1]) as store:

@@ -16,12 +16,12 @@ from runtime.fakes.scripted import scripted_server
 from runtime.policy import PolicyConfig, make_policy
 from runtime.store import ProblemRow, Store
 from skills import load_skills
-from skills.build import BuildConfig
 from skills.eval_skills import Evaluator
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
-from skills.problem import source_id
-from skills.sandbox import SandboxConfig
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.problem import source_id
+from skills.evaluator.sandbox import SandboxConfig
 from skills.workspace import WorkspaceConfig
 from tests.conftest import PROBLEMS, MakeWs
 
@@ -220,8 +220,8 @@ def test_a_forward_that_draws_random_numbers_is_refused_not_graded(tmp_path: Pat
 def test_the_memory_plan_counts_a_shape_set_only_where_the_problem_has_one(tmp_path: Path) -> None:
     """A KernelBench file has no SMALL_SIZES, so no shape set is drawn: the plan must not count one
     (it refused InstanceNorm at 150 GiB planned with 139 free; 124 without it)."""
-    from skills.harness.judge import planned_sets
-    from skills.problem import load_problem
+    from skills.evaluator.harness.judge import planned_sets
+    from skills.evaluator.problem import load_problem
 
     plain = _problem(tmp_path, "no_small_sizes", HUGE)
     loaded = load_problem(plain, sizes="default")

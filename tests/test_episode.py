@@ -23,12 +23,12 @@ from runtime.policy import PolicyConfig, make_policy
 from runtime.store import EpisodeDetail, ProblemRow, Store
 from skills import load_skills
 from skills.base import tool_schemas
-from skills.build import BuildConfig
 from skills.eval_skills import Evaluator
-from skills.evaluate import EvalConfig
-from skills.harness.protocol import TimingConfig
-from skills.problem import source_id
-from skills.sandbox import SandboxConfig
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.problem import source_id
+from skills.evaluator.sandbox import SandboxConfig
 from skills.workspace import WorkspaceConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""skills.evaluate end to end on the cpu backend: real g++ builds, real judge/candidate workers.
+"""skills.evaluator.evaluate end to end on the cpu backend: real g++ builds, real judge/candidate workers.
 
 Every case asserts the structured outcome (stage, error fragment, flag, reward). Each evaluation
 spawns two Python workers (~2-3 s); mode "test" is used wherever timing is not needed.
@@ -18,12 +18,12 @@ import anyio
 import msgspec
 import pytest
 
-from skills.baselines import JsonBaselineCache
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
-from skills.results import EvalResult, Mode
-from skills.sandbox import SandboxConfig
+from skills.evaluator.baselines import JsonBaselineCache
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.results import EvalResult, Mode
+from skills.evaluator.sandbox import SandboxConfig
 
 MakeWs = Callable[..., Path]
 PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
@@ -119,7 +119,7 @@ def worker_processes() -> dict[int, bytes]:
                 return False
         return False
 
-    return {pid: cmd for pid, cmd in cmdlines.items() if b"skills.harness." in cmd and descends(pid)}
+    return {pid: cmd for pid, cmd in cmdlines.items() if b"skills.evaluator.harness." in cmd and descends(pid)}
 
 
 def flag_names(r: EvalResult) -> set[str]:
@@ -380,7 +380,7 @@ def test_endless_loop_in_kernel_is_killed(new_workspace: MakeWs, build_cache_dir
     assert_failed(r, "correctness", "timed out after 4 s", "killed")
     assert elapsed < 60
     modules = {cmd.split(b"\0")[2] for cmd in seen.values() if cmd.split(b"\0")[1:2] == [b"-m"]}
-    assert modules == {b"skills.harness.judge", b"skills.harness.candidate"}, seen  # the python workers
+    assert modules == {b"skills.evaluator.harness.judge", b"skills.evaluator.harness.candidate"}, seen  # the python workers
     # Nothing of what ran survives: neither the sandbox wrapper nor the spinning worker.
     still = worker_processes()
     assert still == {}, still

@@ -1,5 +1,5 @@
 """How inputs and outputs travel between judge and candidate (the arena and the link:
-skills/harness/arena.py, protocol.Link), input draws, and the CPU placement of timing workers and compilers (skills/affinity.py)."""
+skills/evaluator/harness/arena.py, protocol.Link), input draws, and the CPU placement of timing workers and compilers (skills/evaluator/affinity.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import sys
 import pytest
 import torch
 
-from skills import affinity
-from skills.harness import arena
-from skills.harness import protocol as P
-from skills.harness.exchange import draw_inputs, meta_tensor
+from skills.evaluator import affinity
+from skills.evaluator.harness import arena
+from skills.evaluator.harness import protocol as P
+from skills.evaluator.harness.exchange import draw_inputs, meta_tensor
 
 CPU = torch.device("cpu")
 
@@ -143,7 +143,7 @@ def test_python_and_numpy_generators_are_seeded_too() -> None:
 
 
 def _ref(n: int) -> tuple[torch.Tensor, object]:
-    from skills.harness.compare import Reference
+    from skills.evaluator.harness.compare import Reference
 
     torch.manual_seed(0)
     r64 = torch.randn(n, dtype=torch.float64)
@@ -154,7 +154,7 @@ def _ref(n: int) -> tuple[torch.Tensor, object]:
 def test_a_vanishing_tail_just_over_budget_is_tolerated() -> None:
     """One element of 2M at 1.5x its budget (a fair reordering's tail, seen on the H200) passes;
     the same element 5x over, or 1 in 1000 over, fails."""
-    from skills.harness.compare import compare_output
+    from skills.evaluator.harness.compare import compare_output
 
     r64, ref = _ref(2_000_000)
     c = ref.r.clone()  # type: ignore[attr-defined]

@@ -1,4 +1,4 @@
-"""Private torch extensions folders and the parent's load_inline build cache (skills/ext_cache.py).
+"""Private torch extensions folders and the parent's load_inline build cache (skills/evaluator/ext_cache.py).
 
 One sequence of real evaluations in bubblewrap shares one cache:
     planter  plants a `lock`, a fake .so and a bad build.ninja in its extensions folder, probes the cache
@@ -18,10 +18,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills import ext_cache
-from skills.evaluate import EvalConfig, evaluate
-from skills.results import EvalResult
-from skills.sandbox import SandboxConfig
+from skills.evaluator import ext_cache
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.results import EvalResult
+from skills.evaluator.sandbox import SandboxConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = ROOT / "problems" / "level1" / "01_relu.py"

@@ -11,11 +11,11 @@ import anyio
 import pytest
 from conftest import SYS_MODULES, moved_work_patch
 
-from skills.baselines import JsonBaselineCache
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
-from skills.results import EvalResult, Mode
+from skills.evaluator.baselines import JsonBaselineCache
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.results import EvalResult, Mode
 
 pytestmark = pytest.mark.gpu
 
@@ -259,7 +259,7 @@ def test_l2_persistence_runtime_reset_keeps_timing_honest(tmp_path: Path) -> Non
 
 # Row 4 behind the static checks (static_checks=False): the harness's clock in the candidate's
 # process replaced through getattr (os.path's sys), as in tests/test_exploits_cpu.py.
-_TIMING_MODULE = f'{SYS_MODULES}["skills.harness.timing"]'
+_TIMING_MODULE = f'{SYS_MODULES}["skills.evaluator.harness.timing"]'
 FAKE_CLOCK_HEADER = f"""import os
 
 _timing = {_TIMING_MODULE}
@@ -281,7 +281,7 @@ def _with_header(ws: Path, header: str) -> Path:
 
 def test_fake_clock_in_the_candidate_is_flagged(tmp_path: Path) -> None:
     """The events and the wall clock in the candidate's process both say 10 us per call; the
-    kernel-stamped marks around each call saw the real time (skills/marks.py, clock_check)."""
+    kernel-stamped marks around each call saw the real time (skills/evaluator/marks.py, clock_check)."""
     ws = _with_header(_ws(tmp_path, FAIR_SWISH + SWISH_EXPORT, SWISH_FWD), FAKE_CLOCK_HEADER)
     r = _eval(SWISH, ws, tmp_path, static_checks=False)
     assert r.correct and "timer_tampering" in {f.name for f in r.flags}, (r.error, r.flags)

@@ -16,14 +16,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills.baselines import JsonBaselineCache
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
-from skills.paired import PairedConfig
-from skills.report import format_result
-from skills.results import EvalResult
-from skills.reward import MIB, CompositeConfig, composite, over_memory
+from skills.evaluator.baselines import JsonBaselineCache
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.paired import PairedConfig
+from skills.evaluator.report import format_result
+from skills.evaluator.results import EvalResult
+from skills.evaluator.reward import MIB, CompositeConfig, composite, over_memory
 
 pytestmark = pytest.mark.gpu
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills.baselines import JsonBaselineCache
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
-from skills.results import EvalResult, Mode
+from skills.evaluator.baselines import JsonBaselineCache
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.results import EvalResult, Mode
 from tests.test_trust_boundary import PARTIAL_PY, REPLAY_PY
 
 pytestmark = pytest.mark.gpu

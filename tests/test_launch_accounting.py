@@ -6,8 +6,8 @@ event spans shaped like Kineto's: host call windows, kernels starting inside the
 
 from __future__ import annotations
 
-from skills.harness.launches import Span, account, base_name
-from skills.ncu import parse_raw_csv
+from skills.evaluator.harness.launches import Span, account, base_name
+from skills.evaluator.ncu import parse_raw_csv
 
 BUILT = ["(anonymous namespace)::swish_kernel(float const*, float*, long, long)"]
 

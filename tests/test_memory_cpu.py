@@ -1,5 +1,5 @@
 """Memory measured from outside the candidate on the cpu backend, and the composite reward's memory
-penalty on it (docs/reward.md): the kernel's peak resident set of a process tree (skills/rss.py),
+penalty on it (docs/reward.md): the kernel's peak resident set of a process tree (skills/evaluator/rss.py),
 and whole evaluations where a kernel that takes 4x the reference's memory is penalised and a lean
 one is not. The figures are the kernel's page counts: nothing here depends on timing.
 """
@@ -16,15 +16,15 @@ import anyio
 import pytest
 from conftest import PROBLEMS, MakeWs
 
-from skills.baselines import JsonBaselineCache
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
-from skills.paired import PairedConfig
-from skills.results import EvalResult
-from skills.reward import MIB, CompositeConfig, composite, over_memory
-from skills.rss import ARENA_NAME, TreeRss
-from skills.sandbox import SandboxConfig
+from skills.evaluator.baselines import JsonBaselineCache
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.paired import PairedConfig
+from skills.evaluator.results import EvalResult
+from skills.evaluator.reward import MIB, CompositeConfig, composite, over_memory
+from skills.evaluator.rss import ARENA_NAME, TreeRss
+from skills.evaluator.sandbox import SandboxConfig
 
 # A child that, per line on stdin, allocates and touches N MiB and frees it again ("t N"), keeps
 # N MiB ("k N"), forks a child that keeps N MiB ("f N"), or maps and touches the memfd it was given
@@ -184,7 +184,7 @@ KAGENT_EXPORT void relu(const float* x, float* y, int64_t n) {
 # by writing "5" to /proc/self/clear_refs after the free. Raw system calls in extended asm (the
 # static checks allow extended asm for PTX and barriers, and no rule book can list every way to
 # reach a file) get past the file_access rule, so only the sandbox stands in the way: it mounts
-# /proc read-only, the write is refused and the peak stays (skills/sandbox.py). x86-64 Linux.
+# /proc read-only, the write is refused and the peak stays (skills/evaluator/sandbox.py). x86-64 Linux.
 RESET_CPP = MALLOC_CPP.replace("  std::free(s);\n", """  std::free(s);
   static const char path[] = "/proc/self/clear_refs";
   long fd;
@@ -244,7 +244,7 @@ def test_memory_penalty_on_the_cpu_backend(name: str, model_new: str, kernel: st
     assert m.limit_bytes == int(2 * m.eager_bytes + 32 * MIB)  # under the evaluation's own settings
     unpenalised = composite(r, CompositeConfig(memory_slack_cpu_mib=1e9))
     assert r.reward == pytest.approx(unpenalised - 0.5 if penalised else unpenalised), (name, r.reward, m)
-    from skills.report import format_result
+    from skills.evaluator.report import format_result
 
     text = format_result(r)
     assert "memory (peak resident memory during the calls" in text and "ModelNew" in text, text

@@ -1,4 +1,4 @@
-"""Paired timing (skills/paired.py): the final reward's speedups come from rounds of the candidate
+"""Paired timing (skills/evaluator/paired.py): the final reward's speedups come from rounds of the candidate
 and its baselines timed in turn, decided sequentially; on made-up timings, then one real final
 evaluation on the cpu backend."""
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import anyio
 
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
-from skills.paired import PairedConfig, paired_speedup, straddles
-from skills.report import format_result
-from skills.results import Interval, TimingResult
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.paired import PairedConfig, paired_speedup, straddles
+from skills.evaluator.report import format_result
+from skills.evaluator.results import Interval, TimingResult
 from tests.conftest import PROBLEMS, PROJECT_ROOT
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import anyio
 
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, Slot, WarmPool, evaluate
-from skills.harness.protocol import TimingConfig, Warm
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, Slot, WarmPool, evaluate
+from skills.evaluator.harness.protocol import TimingConfig, Warm
 
 ROOT = Path(__file__).resolve().parent.parent
 RELU = ROOT / "problems/level1/01_relu.py"
@@ -114,7 +114,7 @@ class _FakeWorker:
 
 
 def test_timed_loop_waits_for_a_cuda_start_in_progress() -> None:
-    from skills.harness.protocol import Preinit
+    from skills.evaluator.harness.protocol import Preinit
 
     async def main() -> None:
         pool = WarmPool(EvalConfig(backend="cpu"))

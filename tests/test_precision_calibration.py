@@ -1,4 +1,4 @@
-"""The error budget (skills/harness/compare.py) separates fair fp32 answers from downcasts.
+"""The error budget (skills/evaluator/harness/compare.py) separates fair fp32 answers from downcasts.
 
 A fast slice of `benchmarks/calibrate_precision.py` (issue 3): references built by the judge
 itself on the CPU, candidates graded by `compare_output`. Fair candidates (another thread count,
@@ -29,7 +29,7 @@ from benchmarks.calibrate_precision import (  # noqa: E402
     markdown,
     tf32_round,
 )
-from skills.problem import PROBLEMS_ROOT  # noqa: E402
+from skills.evaluator.problem import PROBLEMS_ROOT  # noqa: E402
 
 # name -> has matmul/conv ops (TF32 applies)
 PROBLEMS: dict[str, bool] = {

@@ -1,4 +1,4 @@
-"""Precision parity by evidence (skills/precision_code.py, skills/harness/compare.py), on the CPU.
+"""Precision parity by evidence (skills/evaluator/precision_code.py, skills/evaluator/harness/compare.py), on the CPU.
 
 Fair fp32 kernels whose rounding differs from torch's (a left-to-right row sum over 65,536
 columns, an online softmax) pass; the same kernels with _Float16/bf16 conversion instructions
@@ -20,9 +20,9 @@ import anyio
 import pytest
 import torch
 
-from skills.build import BuildConfig, build
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.compare import (
+from skills.evaluator.build import BuildConfig, build
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.compare import (
     STRICT,
     Budget,
     BudgetUndefined,
@@ -31,10 +31,10 @@ from skills.harness.compare import (
     compare_output,
     reduction_length,
 )
-from skills.precision_code import ptx_reduced, scan_build, scan_library, x86_reduced
-from skills.problem import PROBLEMS_ROOT, load_problem
-from skills.results import EvalResult
-from skills.sandbox import SandboxConfig
+from skills.evaluator.precision_code import ptx_reduced, scan_build, scan_library, x86_reduced
+from skills.evaluator.problem import PROBLEMS_ROOT, load_problem
+from skills.evaluator.results import EvalResult
+from skills.evaluator.sandbox import SandboxConfig
 
 CPU_FLAGS = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
 needs_f16c = pytest.mark.skipif(" f16c" not in CPU_FLAGS, reason="the CPU has no F16C conversions")
@@ -472,7 +472,7 @@ def test_ptx_patterns() -> None:
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_nvcc_ptx_of_a_plain_kernel_is_clean(tmp_path: Path) -> None:
     """kagent.h pulls in cuda_fp16.h/cuda_bf16.h: their inline functions must not show up unused."""
-    from skills.precision_code import scan_cuda_sources
+    from skills.evaluator.precision_code import scan_cuda_sources
 
     kdir = tmp_path / "kernels"
     kdir.mkdir()

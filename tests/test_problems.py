@@ -1,4 +1,4 @@
-"""skills/problem.py and the bundled problems: loading, CPU runs, meta runs, the manifest."""
+"""skills/evaluator/problem.py and the bundled problems: loading, CPU runs, meta runs, the manifest."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import msgspec
 import pytest
 import torch
 
-from skills.problem import (
+from skills.evaluator.problem import (
     MANIFEST_NAME,
     PRECISIONS,
     PROBLEMS_ROOT,
@@ -36,7 +36,7 @@ MIN_PER_LEVEL = {1: 30, 2: 20, 3: 10}
 FORWARD_LIMIT_S = 2.0
 MIN_MEAN_ABS = 1e-3
 MIN_EST_US = 50.0
-REGENERATE = "regenerate with: python -m skills.problem manifest"
+REGENERATE = "regenerate with: python -m skills.evaluator.problem manifest"
 
 
 def _sha16(path: Path) -> str:

@@ -16,13 +16,13 @@ import pytest
 from skills import load_skills
 from skills.ab import ProfileRuns, compare, format_runs, typical
 from skills.base import SkillContext, SkillResult, call_skill, get_skill, tool_schema
-from skills.baselines import JsonBaselineCache
-from skills.build import BuildConfig
 from skills.eval_skills import Evaluator
-from skills.evaluate import EvalConfig
-from skills.harness.protocol import TimingConfig
-from skills.results import EvalResult, Flag, Interval, StageTimes, TimingResult
-from skills.sandbox import SandboxConfig
+from skills.evaluator.baselines import JsonBaselineCache
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.results import EvalResult, Flag, Interval, StageTimes, TimingResult
+from skills.evaluator.sandbox import SandboxConfig
 from skills.workspace import Workspace, WorkspaceConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """The reference solutions under problems/solutions build, and compute what their problems compute.
 
-- every CUDA solution builds with nvcc through skills.build: no warnings, no spills, no stack, and
+- every CUDA solution builds with nvcc through skills.evaluator.build: no warnings, no spills, no stack, and
   it exports every ``ops.NAME`` its model_new.py calls (skipped without nvcc);
 - every CPU solution builds, binds through kagent_ext and matches its problem's ``Model`` at
   SMALL_SIZES and at an odd size, within 1e-5 relative and within the grader's error budget;
@@ -23,15 +23,15 @@ import msgspec
 import pytest
 import torch
 
-from skills.build import BuildConfig, BuildResult, build, cuda_include_dir, detect_arch
-from skills.harness.compare import Reference, compare_output
-from skills.libraries import locate, wanted
-from skills.problem import LoadedProblem, load_problem
+from skills.evaluator.build import BuildConfig, BuildResult, build, cuda_include_dir, detect_arch
+from skills.evaluator.harness.compare import Reference, compare_output
+from skills.evaluator.libraries import locate, wanted
+from skills.evaluator.problem import LoadedProblem, load_problem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = PROJECT_ROOT / "problems"
 SOLUTIONS = PROBLEMS / "solutions"
-SHIM = PROJECT_ROOT / "skills" / "harness" / "shim"
+SHIM = PROJECT_ROOT / "skills" / "evaluator" / "harness" / "shim"
 if str(SHIM) not in sys.path:
     sys.path.insert(0, str(SHIM))
 import kagent_ext  # noqa: E402

@@ -1,4 +1,4 @@
-"""The reward functions' shape (skills/reward.py): the composite reward is -1 on failure, bounded,
+"""The reward functions' shape (skills/evaluator/reward.py): the composite reward is -1 on failure, bounded,
 monotone in the conservative speedup, clipped so that an outlier counts as the cap, and less a
 memory penalty only past the factor (and only where every figure it compares was measured)."""
 
@@ -9,8 +9,8 @@ import math
 import msgspec
 import pytest
 
-from skills.results import Backend, EvalResult, Flag, MemoryUse, Speedup, StageTimes
-from skills.reward import (
+from skills.evaluator.results import Backend, EvalResult, Flag, MemoryUse, Speedup, StageTimes
+from skills.evaluator.reward import (
     MIB,
     CompositeConfig,
     composite,

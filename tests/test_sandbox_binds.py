@@ -1,4 +1,4 @@
-"""The sandbox shows the candidate only what the worker needs (skills/sandbox.py; docs/sandbox.md):
+"""The sandbox shows the candidate only what the worker needs (skills/evaluator/sandbox.py; docs/sandbox.md):
 candidate code that looks for the host's files finds none of them, while honest evaluations (the
 fair relu_cpu workspace here, load_inline builds in tests/test_ext_cache.py) still pass."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills.evaluate import EvalConfig, evaluate
-from skills.results import EvalResult
-from skills.sandbox import SandboxConfig, needed_roots, wrap
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.results import EvalResult
+from skills.evaluator.sandbox import SandboxConfig, needed_roots, wrap
 
 ROOT = Path(__file__).resolve().parents[1]
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
@@ -57,7 +57,7 @@ def probes(decoys: dict[str, Path]) -> list[tuple[str, str]]:
               ("read", str(decoys["opt"])), ("read", str(decoys["home"])), ("list", "/home"),
               # /proc is read-only: the candidate cannot reset the peak resident set the parent reads
               ("write", "/proc/self/clear_refs")]
-    visible = [("list", str(ROOT)), ("list", "/etc"), ("list", str(Path.home())), ("read", str(ROOT / "skills" / "harness" / "candidate.py")),
+    visible = [("list", str(ROOT)), ("list", "/etc"), ("list", str(Path.home())), ("read", str(ROOT / "skills" / "evaluator" / "harness" / "candidate.py")),
                ("read", "model_new.py"), ("list", "/usr/bin")]
     return hidden + visible
 

@@ -1,4 +1,4 @@
-"""skills/pids.py: the evaluation's pids cgroup (EXPLOITS row 20: fork bombs), with real processes.
+"""skills/evaluator/pids.py: the evaluation's pids cgroup (EXPLOITS row 20: fork bombs), with real processes.
 Where this machine offers no writable pids hierarchy the probe says so and the tests that need one
 skip; the evaluation path is tests/test_exploits_cpu.py::test_fork_bomb_*."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills.evaluate import Scratch, describe_sandbox
-from skills.pids import PREFIX, PidsGroup, hierarchy
-from skills.sandbox import SandboxConfig, active
+from skills.evaluator.evaluate import Scratch, describe_sandbox
+from skills.evaluator.pids import PREFIX, PidsGroup, hierarchy
+from skills.evaluator.sandbox import SandboxConfig, active
 
 needs_pids = pytest.mark.skipif(hierarchy() is None, reason="no writable cgroup hierarchy with the pids controller")
 

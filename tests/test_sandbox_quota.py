@@ -1,4 +1,4 @@
-"""skills/quota.py: the parent-side disk quota on the candidate's host-visible folders (EXPLOITS row
+"""skills/evaluator/quota.py: the parent-side disk quota on the candidate's host-visible folders (EXPLOITS row
 20), with real writer processes. The whole evaluation path (bubblewrap, out/ filled by a kernel) is
 tests/test_exploits_cpu.py::test_disk_fill[row20-disk_fill_outputs]."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills.quota import ENTRY_BYTES, DiskQuota, Unreadable, usage
+from skills.evaluator.quota import ENTRY_BYTES, DiskQuota, Unreadable, usage
 
 MiB = 2**20
 

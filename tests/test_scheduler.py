@@ -25,10 +25,10 @@ from runtime.fakes.scripted import scripted_server
 from runtime.policy import Policy, PolicyConfig, make_policy
 from runtime.scheduler import Draining, Scheduler, SchedulerConfig, SchedulerStatus
 from runtime.store import CurriculumRow, EpisodeRow, Store
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig
-from skills.problem import ProblemError
-from skills.sandbox import SandboxConfig
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.problem import ProblemError
+from skills.evaluator.sandbox import SandboxConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 LIST = {"content": "", "tool_calls": [{"name": "list_files"}]}

@@ -13,7 +13,7 @@ import openai
 import pytest
 from kagentd_harness import RELU, SUBMIT, Kagentd, Scripted, chat_body, write_relu_turn
 
-from skills.problem import source_id
+from skills.evaluator.problem import source_id
 
 KEY = "test-key-123"
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills.build import BuildConfig
-from skills.evaluate import EvalConfig, evaluate
-from skills.harness.protocol import TimingConfig
-from skills.problem import load_problem, shape_check_sizes
-from skills.report import format_result
-from skills.results import EvalResult
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.problem import load_problem, shape_check_sizes
+from skills.evaluator.report import format_result
+from skills.evaluator.results import EvalResult
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS = ROOT / "problems"

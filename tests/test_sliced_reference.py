@@ -1,5 +1,5 @@
-"""The fp64 reference in batch slices (skills/harness/judge.py `_sliced_references`; memory plan in
-skills/harness/memory.py): where the whole fp64 forward does not fit (KernelBench's L1Norm and
+"""The fp64 reference in batch slices (skills/evaluator/harness/judge.py `_sliced_references`; memory plan in
+skills/evaluator/harness/memory.py): where the whole fp64 forward does not fit (KernelBench's L1Norm and
 L2Norm: 2^31 fp32 elements, 141 GiB planned whole on a 139 GiB H200), the judge runs it a batch
 slice at a time and measures each piece into the Reference, which then holds exactly what the
 whole form holds; a problem whose output rows depend on other rows is refused, not graded wrong.
@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import torch
 
-from skills.harness import compare, memory
-from skills.harness.compare import STRICT, NotFinitePieces, Reference, compare_output
-from skills.harness.judge import Judge, ProblemRefused
-from skills.harness.memory import batch_rows, plan, slice_rows, too_big
-from skills.problem import load_problem
+from skills.evaluator.harness import compare, memory
+from skills.evaluator.harness.compare import STRICT, NotFinitePieces, Reference, compare_output
+from skills.evaluator.harness.judge import Judge, ProblemRefused
+from skills.evaluator.harness.memory import batch_rows, plan, slice_rows, too_big
+from skills.evaluator.problem import load_problem
 
 
 class L1Norm(torch.nn.Module):

@@ -1,10 +1,10 @@
-"""The static checks (skills/static_check.py) against the bypasses that once scored a reward on the cpu
+"""The static checks (skills/evaluator/static_check.py) against the bypasses that once scored a reward on the cpu
 backend: one cheating workspace per bypass, flagged with its rule's name, and the fair twin each rule
 must let through. Then the bundled reference solutions and the suite's fair workspaces, which must
 pass the checks, and a few end-to-end evaluations of the most important bypasses (reward -1, the flag).
 
 Every cheat here is written as a whole model_new.py (or kernel) the policy could submit; the checks
-run through check_workspace on a workspace in tmp_path, as skills.evaluate does.
+run through check_workspace on a workspace in tmp_path, as skills.evaluator.evaluate does.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from conftest import make_ws
 from test_evaluate_cpu import RELU, RELU_CPP, RELU_PY, flag_names, run_eval
 from test_exploits_cpu import FAIR_CASES, REFERENCED_FAIR, RELU_FWD, Case, relu_py
 
-from skills.static_check import check_workspace
+from skills.evaluator.static_check import check_workspace
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted(p.parent for p in (ROOT / "problems" / "solutions").glob("*/level*/*/model_new.py"))

@@ -37,8 +37,8 @@ from runtime.store import (
     TurnRow,
 )
 from runtime.store.sql import migrations
-from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
-from skills.results import EvalResult, Flag, Interval, Speedup, StageTimes, TimingResult
+from skills.evaluator.baselines import BaselineCache, BaselineEntry, BaselineKey
+from skills.evaluator.results import EvalResult, Flag, Interval, Speedup, StageTimes, TimingResult
 
 ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
@@ -691,7 +691,7 @@ def test_baselines_async_and_through_the_sync_cache(tmp_path: Path) -> None:
 def test_baselines_are_keyed_by_timing_method(tmp_path: Path) -> None:
     """Schema 3: a baseline timed by another method is not served; rows of schema 2 survive the
     upgrade with timing '' (kept, never matched by a key that names its method)."""
-    from skills.harness.protocol import TimingConfig
+    from skills.evaluator.harness.protocol import TimingConfig
 
     db = tmp_path / "k.db"
     conn = sqlite3.connect(db, isolation_level=None)
@@ -730,10 +730,10 @@ def test_real_evaluation_caches_its_baselines_in_the_store(tmp_path: Path, build
     while the store's writer runs; the result is then stored as an evaluation."""
     import shutil
 
-    from skills.build import BuildConfig
-    from skills.evaluate import EvalConfig, evaluate
-    from skills.harness.protocol import TimingConfig
-    from skills.sandbox import SandboxConfig
+    from skills.evaluator.build import BuildConfig
+    from skills.evaluator.evaluate import EvalConfig, evaluate
+    from skills.evaluator.harness.protocol import TimingConfig
+    from skills.evaluator.sandbox import SandboxConfig
 
     ws = tmp_path / "ws"
     shutil.copytree(RELU_SOLUTION, ws)

@@ -17,7 +17,7 @@ import msgspec
 import pytest
 import torch
 
-from skills.problem import (
+from skills.evaluator.problem import (
     PROBLEMS_ROOT,
     iter_problems,
     load_problem,

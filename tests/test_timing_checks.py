@@ -1,5 +1,5 @@
-"""The parent's checks on a timed loop's raw samples (skills/evaluate.py) and the judge's plan of
-checked calls (skills/harness/driver.py), on made-up samples."""
+"""The parent's checks on a timed loop's raw samples (skills/evaluator/evaluate.py) and the judge's plan of
+checked calls (skills/evaluator/harness/driver.py), on made-up samples."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-from skills.evaluate import background_check, clock_check
-from skills.harness import protocol as P
-from skills.marks import ENV as MARK_ENV
-from skills.marks import Mark, MarkSocket
-from skills.schedstat import TreeClock, cpu_between, worker_pid
+from skills.evaluator.evaluate import background_check, clock_check
+from skills.evaluator.harness import protocol as P
+from skills.evaluator.marks import ENV as MARK_ENV
+from skills.evaluator.marks import Mark, MarkSocket
+from skills.evaluator.schedstat import TreeClock, cpu_between, worker_pid
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,7 +28,7 @@ def _timed(times: list[float], sent: list[int], back: list[int]) -> P.TimeReport
 def test_the_judges_plan_checks_a_secret_share_of_the_calls() -> None:
     """At least MIN_CHECKED calls, at most MAX_CHECKED, a share of the loop in between, at places
     that differ between loops."""
-    from skills.harness.driver import MAX_CHECKED, MIN_CHECKED, loop_plan
+    from skills.evaluator.harness.driver import MAX_CHECKED, MIN_CHECKED, loop_plan
 
     assert len(loop_plan(40, 0.125, random.Random(0))) == MIN_CHECKED
     assert len(loop_plan(120, 0.125, random.Random(0))) == 15
@@ -278,7 +278,7 @@ sys.stdin.readline()
 def test_the_candidates_process_is_found_and_its_waits_read() -> None:
     """worker_pid finds the process that runs the candidate's module in a tree (itself, or under
     bubblewrap the sandbox's child), and TreeClock reads its main thread's wait from the kernel."""
-    sleeper = f"{sys.executable} -c 'import os, time; os.fork() or time.sleep(30); time.sleep(30)' skills.harness.candidate"
+    sleeper = f"{sys.executable} -c 'import os, time; os.fork() or time.sleep(30); time.sleep(30)' skills.evaluator.harness.candidate"
     direct = subprocess.Popen(["sh", "-c", f"exec {sleeper}"])  # the worker forks a child like itself
     wrapped = subprocess.Popen(["sh", "-c", f"{sleeper}; true"])  # the shell stays, the worker is its child
     try:
@@ -333,7 +333,7 @@ def test_missing_marks_are_tampering() -> None:
 def test_the_kernel_stamps_marks_when_they_are_sent() -> None:
     """The stamps come from the kernel at send time, not from the sender's clock or the reader's."""
     sock = MarkSocket()
-    code = ("import time\nfrom skills.marks import mark_sender\n"
+    code = ("import time\nfrom skills.evaluator.marks import mark_sender\n"
             "time.time_ns = lambda: 0\ntime.perf_counter_ns = lambda: 0\n"  # the sender's clocks lie
             "mark = mark_sender()\nmark(0, False)\ntime.sleep(0.2)\nmark(0, True)\nmark(1, False)\n")
     env = {**os.environ, MARK_ENV: str(sock.child_fd), "PYTHONPATH": str(ROOT)}

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from skills.results import EvalResult
+from skills.evaluator.results import EvalResult
 
 EpisodeStatus = Literal["running", "submitted", "turn_limit", "token_limit", "time_limit",
                         "malformed_limit", "policy_error", "error", "cancelled", "interrupted"]

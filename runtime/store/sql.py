@@ -46,8 +46,8 @@ from runtime.store.rows import (
     TrainStepRow,
     TurnRow,
 )
-from skills.baselines import BaselineEntry, BaselineKey
-from skills.results import EvalResult
+from skills.evaluator.baselines import BaselineEntry, BaselineKey
+from skills.evaluator.results import EvalResult
 
 T = TypeVar("T")
 Conn = sqlite3.Connection

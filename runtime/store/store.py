@@ -104,8 +104,8 @@ from runtime.store.sql import (
     upsert_problems,
 )
 from runtime.store.writer import Request, Reserve, Retry, WriteFn, unwritten, write_loop
-from skills.baselines import BaselineCache, BaselineEntry, BaselineKey
-from skills.results import EvalResult
+from skills.evaluator.baselines import BaselineCache, BaselineEntry, BaselineKey
+from skills.evaluator.results import EvalResult
 
 T = TypeVar("T")
 

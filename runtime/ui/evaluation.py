@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from runtime.store import EvaluationRow
 from runtime.ui.html import Safe, el, join, num, pre, seconds, table, when, yes
-from skills.results import EvalResult, Interval, TimingResult
+from skills.evaluator.results import EvalResult, Interval, TimingResult
 
 
 def interval(iv: Interval | None, unit: str = "µs") -> str:

@@ -1,0 +1,1 @@
+"""kagent skills/evaluator/harness: the code that runs inside the evaluation workers."""

@@ -1,0 +1,142 @@
+"""The judge's memory plan: how much an evaluation of a problem needs, decided before anything is
+allocated, so a problem too big for the machine is refused in seconds with what it needs and
+what is free (reward None: not the agent's doing) instead of being killed by the OOM killer.
+
+The estimate runs the problem on meta tensors (no memory) and counts, for the judge: the model
+three times (its weights, their fp64 copy, the state dict the candidate loads); per input set it
+holds (the regular sets and the shape set) the inputs and the references (r and r64 kept as r's
+fp32 difference: 2x the fp32 output, skills/evaluator/harness/compare.py); a timed call's own set with its
+references and the fp64 forward's inputs and output while the judge checks it (3x the inputs,
+4x the output); the arena the candidate writes into (inputs and outputs once); a baseline's work
+buffers and output; and the comparison's per-chunk passes. Where that does not fit and the
+problem has a batch dimension, the judge runs the fp64 forward in batch slices (`batch_rows`):
+a checked call then holds its set, r and d whole and one slice's fp64 forward (SLICE_TERM)
+instead of the fp64 inputs, output and intermediates whole. On the cpu backend the candidate's
+process shares the machine's memory: its model and its outputs are added (its inputs are the
+judge's arena). Intermediate activations are not known from the outside: the plan is a floor,
+and `MARGIN` leaves room for them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import torch
+
+from skills.evaluator.problem import LoadedProblem
+
+MARGIN = 1.25
+"""Headroom over the estimate for what it cannot see (activations, allocator slack, the interpreter)."""
+
+
+SLICE_BYTES = 1 << 30
+"""fp64 input bytes per batch slice when the judge computes r64 in slices (`batch_rows`)."""
+SLICE_TERM = 4 * SLICE_BYTES
+"""What one slice's fp64 forward holds: its inputs, output and intermediates, as much again each."""
+
+
+class MemoryPlan(msgspec.Struct, frozen=True):
+    """Bytes an evaluation needs, by process."""
+
+    judge: int
+    """The judge's inputs, references and model copies."""
+    candidate: int
+    """The candidate's model, inputs with their pristine copies, and outputs."""
+    judge_sliced: int | None = None
+    """The judge's need with each fp64 reference computed in batch slices (None: the inputs and
+    outputs share no leading batch dimension to slice)."""
+
+
+def _nbytes(values: Any) -> int:
+    if isinstance(values, torch.Tensor):
+        return values.numel() * values.element_size()
+    if isinstance(values, list | tuple):
+        return sum(_nbytes(v) for v in values)
+    if isinstance(values, dict):
+        return sum(_nbytes(v) for v in values.values())
+    return 0
+
+
+COMPARE_BYTES = 64 << 24
+"""The comparison's temporaries: ~64 bytes an element over one CHUNK (compare.py) of 2^24."""
+
+
+def plan(loaded: LoadedProblem, n_sets: int) -> MemoryPlan | None:
+    """The memory plan of `loaded` with `n_sets` input sets held (regular + shape)."""
+    try:
+        with torch.device("meta"), torch.no_grad():
+            model = loaded.make_model()
+            inputs = loaded.get_inputs()
+            out = model(*inputs)
+    except Exception:  # not meta-safe (data-dependent shapes, numpy in get_inputs): no plan
+        return None
+    params = _nbytes(list(model.parameters())) + _nbytes(list(model.buffers()))
+    ins, outs = _nbytes(inputs), _nbytes(out)
+    held = 3 * params + n_sets * (ins + 2 * outs) + (ins + outs) + (ins + outs) + COMPARE_BYTES
+    judge = held + (3 * ins + 4 * outs)
+    # sliced: a checked call's own set, r and d whole, and one slice's fp64 forward
+    sliced = held + (ins + 2 * outs + SLICE_TERM) if batch_rows(inputs, _as_list(out)) is not None else None
+    candidate = params + 2 * outs
+    return MemoryPlan(judge=judge, candidate=candidate, judge_sliced=sliced)
+
+
+def _as_list(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, list | tuple) else [out]
+
+
+def batch_rows(inputs: list[Any], outputs: list[Any]) -> int | None:
+    """The leading dimension every tensor input and output shares (B >= 2), or None: then the fp64
+    forward cannot be run in batch slices. Whether row b of each output depends on row b of the
+    inputs alone is checked on real values by the judge before it slices (`Judge._separable`)."""
+    tensors = [a for a in [*inputs, *outputs] if isinstance(a, torch.Tensor)]
+    if not outputs or any(not isinstance(o, torch.Tensor) or o.dim() == 0 for o in outputs) or \
+            any(a.dim() == 0 for a in tensors):
+        return None
+    rows = {a.shape[0] for a in tensors}
+    if len(rows) != 1:
+        return None
+    b = int(next(iter(rows)))
+    return b if b >= 2 else None
+
+
+def slice_rows(inputs: list[Any], outputs: list[Any]) -> int:
+    """Rows per slice: SLICE_BYTES of fp64 inputs and outputs (at least one row)."""
+    b = batch_rows(inputs, outputs) or 1
+    per_row = sum(a.numel() * 8 for a in [*inputs, *outputs] if isinstance(a, torch.Tensor)) / b
+    return max(1, int(SLICE_BYTES // max(per_row, 1)))
+
+
+def available_bytes(device: torch.device) -> int | None:
+    """Free memory where the judge allocates: the GPU's free bytes, or the host's MemAvailable."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def too_big(loaded: LoadedProblem, n_sets: int, device: torch.device, sliced: bool = False) -> str | None:
+    """Why the problem cannot be evaluated on this machine at these sizes, or None when it fits
+    (or cannot be planned: then it runs, and a crash is still reported as the environment's).
+    `sliced`: with each fp64 reference computed in batch slices (where the problem has a batch
+    dimension to slice)."""
+    need = plan(loaded, n_sets)
+    free = available_bytes(device)
+    if need is None or free is None:
+        return None
+    judge = need.judge_sliced if sliced and need.judge_sliced is not None else need.judge
+    total = judge + (need.candidate if device.type == "cpu" else 0)
+    if MARGIN * total <= free:
+        return None
+    where = "GPU" if device.type == "cuda" else "host"
+    hint = " (on the cpu backend, give the problem SMALL_SIZES or grade it on a GPU)" if device.type == "cpu" else ""
+    return (f"needs about {MARGIN * total / 2**30:.1f} GiB of {where} memory at {loaded.sizes} sizes"
+            f" ({judge / 2**30:.1f} GiB for the judge's inputs and references"
+            + (f", {need.candidate / 2**30:.1f} GiB for the candidate" if device.type == "cpu" else "")
+            + f"), and {free / 2**30:.1f} GiB is free{hint}")

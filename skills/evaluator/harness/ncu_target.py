@@ -1,0 +1,55 @@
+"""The process Nsight Compute profiles: one ModelNew call inside an NVTX range named `kagent`.
+
+Run as `python -m skills.evaluator.harness.ncu_target PROBLEM WORKSPACE LIB_JSON` under ncu. It needs no
+reference outputs (nothing is graded here), so problem and candidate share this process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from skills.evaluator.harness.candidate import SHIM_DIR
+from skills.evaluator.harness.exchange import to_device
+from skills.evaluator.harness.judge import set_precision
+from skills.evaluator.problem import load_problem
+
+
+def main() -> None:
+    problem_path, workspace, lib_json = sys.argv[1:4]
+    lib = json.loads(lib_json)
+    loaded = load_problem(problem_path)
+    set_precision(loaded.problem.precision)
+    device = torch.device("cuda")
+    sys.path.insert(0, SHIM_DIR)
+    import kagent_ext
+
+    if lib["lib_path"]:
+        kagent_ext._bind(lib["lib_path"], lib["functions"], "cuda")
+    sys.path.insert(0, workspace)
+    spec = importlib.util.spec_from_file_location("model_new", Path(workspace) / "model_new.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    init = loaded.get_init_inputs()
+    ref = loaded.Model(*init)
+    model = module.ModelNew(*init)
+    model.load_state_dict(ref.state_dict())
+    model = model.to(device)
+    inputs = to_device(loaded.get_inputs(), device)
+    with torch.no_grad():
+        model(*inputs)  # warm-up outside the range: lazy init, module load
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push("kagent")  # type: ignore[no-untyped-call]
+        model(*inputs)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()  # type: ignore[no-untyped-call]
+
+
+if __name__ == "__main__":
+    main()

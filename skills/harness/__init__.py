@@ -1,1 +1,0 @@
-"""kagent skills/harness."""
