@@ -222,10 +222,10 @@ class Episode:
             self.malformed += 1
             self.conv.add(Message(role="user", content=NO_TOOL_CALL))
         for index, call in enumerate(gen.tool_calls):
-            result = await self.call(call, gen.parse_errors.get(call.id))
+            result, malformed = await self.call(call, gen.parse_errors.get(call.id))
             row = ToolCallRow(turn_id=turn_id, episode_id=self.id, index=index, call_id=call.id, skill=call.name,
                               args=call.arguments, ok=result.ok, result=result.text, record=result.record,
-                              duration=result.seconds)
+                              duration=result.seconds, malformed=malformed)
             row_id = await self.store.add_tool_call(row)
             for evaluation in workspace_evaluations(result.record):  # an A/B profile's B is not the workspace
                 await self.store.add_evaluation(evaluation, episode_id=self.id, tool_call_id=row_id)
@@ -265,8 +265,9 @@ class Episode:
             raise failed[0]
         return got[0] if got else None
 
-    async def call(self, call: ToolCallSpec, parse_error: str | None) -> SkillResult:
-        """Run one tool call; malformed ones are answered (and counted) without running anything."""
+    async def call(self, call: ToolCallSpec, parse_error: str | None) -> tuple[SkillResult, bool]:
+        """Run one tool call; malformed ones are answered (and counted) without running anything.
+        (The result, whether it was malformed: stored with the call, the trainer's RFT filter.)"""
         problem = parse_error and f"malformed tool call: {parse_error}.{MALFORMED_HINT}"
         if not problem and call.name not in self.tools:
             problem = f"unknown tool {call.name!r}; the tools are: {', '.join(self.tools)}."
@@ -275,8 +276,8 @@ class Episode:
             problem = decoded if isinstance(decoded, str) else None
         if problem:
             self.malformed += 1
-            return SkillResult(text=problem, ok=False)
-        return await call_skill(call.name, call.arguments, self.ctx)
+            return SkillResult(text=problem, ok=False), True
+        return await call_skill(call.name, call.arguments, self.ctx), False
 
     async def grade(self) -> EvalResult:
         """The final evaluation of the workspace as it is now (stored with the episode)."""

@@ -121,7 +121,7 @@ def test_cpu_relu_episode_is_submitted_verified_and_fully_stored(tmp_path: Path,
     assert [c.skill for c in detail.tool_calls] == ["read_file", "write_file", "write_file", "compile", "run_tests",
                                                     "profile", "submit"]
     assert [(c.index, c.ok) for c in detail.tool_calls if c.skill == "write_file"] == [(0, True), (1, True)]
-    assert all(c.ok for c in detail.tool_calls)
+    assert all(c.ok for c in detail.tool_calls) and all(c.malformed is False for c in detail.tool_calls)
     assert [e.result.mode for e in detail.evaluations] == ["test", "profile", "final"]
     assert [e.tool_call_id is None for e in detail.evaluations] == [False, False, True]
     assert detail.evaluations[-1].result.reward == out.reward
@@ -151,6 +151,9 @@ def test_malformed_calls_are_answered_counted_and_capped(tmp_path: Path) -> None
     assert out.turns == 4 and out.reward == -1.0  # graded: the template was never replaced
     assert [(c.skill, c.ok) for c in calls] == [("list_files", False), ("launch_rockets", False),
                                                 ("read_file", False), ("list_files", True)]
+    assert [c.malformed for c in calls] == [True, True, True, False]  # the loop's verdict, stored with the call
+    with sqlite3.connect(run.db) as conn:
+        assert conn.execute("SELECT malformed FROM tool_calls ORDER BY id").fetchall() == [(1,), (1,), (1,), (0,)]
     assert "not valid JSON" in calls[0].result and "<tool_call>" in calls[0].result
     assert "unknown tool 'launch_rockets'; the tools are:" in calls[1].result and "write_file" in calls[1].result
     assert "invalid arguments" in calls[2].result and "path" in calls[2].result

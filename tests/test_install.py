@@ -10,6 +10,8 @@ trainer says what to install.
 from __future__ import annotations
 
 import ast
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -125,3 +127,38 @@ def test_core_dependencies_alone_run_kagentd_and_solve_and_the_trainer_names_its
     finally:
         d.kill()
         scripted.stop()
+
+
+def test_the_wheel_ships_the_package_data_and_its_store_migrates(tmp_path: Path) -> None:
+    """`pip install .` from a copy of the sources (no build folder left in the checkout): every
+    package-data pattern of pyproject matches files in the wheel, and the installed runtime.store,
+    imported away from the checkout, finds its migrations and brings a new store to the latest."""
+    src = tmp_path / "src"
+    for top in ("runtime", "skills", "trainer", "synth"):
+        shutil.copytree(ROOT / top, src / top, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+
+    def pip(*args: str) -> None:
+        done = subprocess.run([sys.executable, "-m", "pip", *args], cwd=src, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    pip("wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), ".")
+    (wheel,) = wheels.glob("*.whl")
+    pip("install", "--no-deps", "-q", "--target", str(site), str(wheel))
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for package, patterns in data.items():
+        for pattern in patterns:
+            assert list((site / package.replace(".", "/")).glob(pattern)), f"{package}: {pattern} not installed"
+    probe = ("import anyio, sqlite3, sys\nimport runtime.store as s\nfrom runtime.store.sql import migrations\n"
+             "async def go():\n    async with s.Store.open(sys.argv[1]):\n        pass\nanyio.run(go)\n"
+             "print(s.__file__, sqlite3.connect(sys.argv[1]).execute('PRAGMA user_version').fetchone()[0],"
+             " migrations()[-1][0])\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "k.db")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr
+    where, have, latest = done.stdout.split()
+    assert Path(where).is_relative_to(site), where  # the installed copy, not the checkout
+    assert int(have) == int(latest) == len(list((ROOT / "runtime" / "store" / "migrations").glob("*.sql")))

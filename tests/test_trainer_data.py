@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from runtime.store import EpisodeRow, ProblemRow, Store, ToolCallSpec, TurnRow
+from runtime.store import EpisodeRow, ProblemRow, Store, ToolCallRow, ToolCallSpec, TurnRow
 from runtime.store.training import (
     TurnTokens,
     latest_policy_version,
@@ -213,6 +214,100 @@ def test_rft_filters_low_reward_loops_and_malformed_calls(tmp_path: Path) -> Non
     skip = rft_keep(_ref(1), bad_json, min_reward=0.0, loop_repeats=3)
     assert skip is not None and skip.reason == "malformed" and "not valid JSON" in skip.detail
     assert rft_keep(_ref(1, status="malformed_limit"), good, min_reward=0.0, loop_repeats=3).reason == "malformed"  # type: ignore[union-attr]
+
+
+def _rft(db: Path) -> dict[int, Skip | None]:
+    """rft_keep of every candidate episode, read from the store as trainer.run reads it."""
+    def fn(conn: Any) -> dict[int, Skip | None]:
+        refs, _ = trainable_episodes(conn, min_version=None, exclude=set(), limit=None)
+        turns = turn_tokens(conn, [r.id for r in refs])
+        return {r.id: rft_keep(r, turns[r.id], min_reward=0.0, loop_repeats=3) for r in refs}
+
+    return _read(db, fn)  # type: ignore[no-any-return]
+
+
+def test_rft_takes_the_malformed_verdict_stored_with_each_call_without_the_skills(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The episode loop stores its verdict per call (migration 0006); the trainer reads it and
+    loads no skill for it. A call that never ran (after a submit in the same reply) has no
+    verdict: that one is judged by the skills, as before."""
+    read = ToolCallSpec(id="a", name="read_file", arguments=json.dumps({"path": "model.py"}))
+    submit = ToolCallSpec(id="b", name="submit", arguments="{}")
+    stray = ToolCallSpec(id="c", name="rm_rf", arguments="{}")
+    ids: dict[str, int] = {}
+
+    async def logged(store: Store, calls: list[ToolCallSpec], verdicts: list[bool]) -> int:
+        eid = await store.start_episode(P.id, policy_version=0)
+        turn = await store.add_turn(TurnRow(episode_id=eid, index=0, text="t", prompt_ids=[1, 2], completion_ids=[3, 4],
+                                            logprobs=[-0.1, -0.2], tool_calls=calls))
+        for k, (call, bad) in enumerate(zip(calls, verdicts, strict=False)):  # calls past the verdicts never ran
+            await store.add_tool_call(ToolCallRow(turn_id=turn, episode_id=eid, index=k, call_id=call.id, skill=call.name,
+                                                  args=call.arguments, ok=not bad, result="r", malformed=bad))
+        await store.finish_episode(eid, "submitted", reward=1.0)
+        return eid
+
+    async def fill(store: Store) -> None:
+        ids["good"] = await logged(store, [read, submit], [False, False])
+        # a decodable read_file the loop still refused (e.g. not among the tools it offered)
+        ids["refused"] = await logged(store, [read, submit], [True, False])
+        ids["stray"] = await logged(store, [submit, stray], [False])
+
+    db = _db(tmp_path, fill)
+    flags = _read(db, lambda c: {e: [t.malformed for t in ts] for e, ts in turn_tokens(c, list(ids.values())).items()})
+    assert flags == {ids["good"]: [[False, False]], ids["refused"]: [[True, False]], ids["stray"]: [[False, None]]}
+
+    import skills
+
+    def no_skills() -> None:
+        raise AssertionError("the trainer loaded the skills for calls with a stored verdict")
+
+    with monkeypatch.context() as m:
+        m.setattr(skills, "load_skills", no_skills)
+        refs = _read(db, lambda c: trainable_episodes(c, min_version=None, exclude={ids["stray"]}, limit=None)[0])
+        turns = _read(db, lambda c: turn_tokens(c, [r.id for r in refs]))
+        kept = {r.id: rft_keep(r, turns[r.id], min_reward=0.0, loop_repeats=3) for r in refs}
+    assert kept[ids["good"]] is None
+    refused = kept[ids["refused"]]
+    assert refused is not None and refused.reason == "malformed" and "call 0 ('read_file')" in refused.detail
+    stray_skip = _rft(db)[ids["stray"]]  # its second call has no verdict: the skills judge it
+    assert stray_skip is not None and stray_skip.reason == "malformed" and "unknown tool 'rm_rf'" in stray_skip.detail
+
+
+def test_a_store_from_before_the_verdict_column_trains_with_the_old_decision(tmp_path: Path) -> None:
+    """A schema-5 store (no tool_calls.malformed) migrated to 6: its calls read NULL, and the RFT
+    filter decides with the skills as it did before (an unknown tool is malformed, a good call
+    is not)."""
+    from runtime.store.sql import migrations, pack_ids, pack_logprobs, statements
+
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    for number, sql in migrations()[:5]:
+        for stmt in statements(sql):
+            conn.execute(stmt)
+        conn.execute(f"PRAGMA user_version = {number}")
+    conn.execute("INSERT INTO problems (id, name, source, added, updated) VALUES ('p1', 'level1/a', 'kagent', 0, 0)")
+    for eid, name, args in ((1, "read_file", '{"path": "model.py"}'), (2, "rm_rf", "{}")):
+        conn.execute("INSERT INTO episodes (id, problem_id, policy_version, status, reward, started, finished)"
+                     " VALUES (?, 'p1', NULL, 'submitted', 1.0, 0, 1)", (eid,))
+        calls = json.dumps([{"id": "a", "name": name, "arguments": args}])
+        conn.execute("INSERT INTO turns (id, episode_id, idx, prompt_ids, completion_ids, logprobs, text, tool_calls,"
+                     " created) VALUES (?, ?, 0, ?, ?, ?, 't', ?, 0)",
+                     (eid, eid, pack_ids([1, 2]), pack_ids([3, 4]), pack_logprobs([-0.1, -0.2]), calls))
+        conn.execute("INSERT INTO tool_calls (turn_id, episode_id, idx, call_id, skill, args, ok, result, created)"
+                     " VALUES (?, ?, 0, 'a', ?, ?, 1, 'r', 0)", (eid, eid, name, args))
+    conn.close()
+
+    async def migrate() -> list[bool | None]:
+        async with Store.open(db) as store:  # migrates to the latest schema
+            detail = await store.get_episode(1)
+            assert detail is not None
+            return [c.malformed for c in detail.tool_calls]
+
+    assert anyio.run(migrate) == [None]
+    assert _read(db, lambda c: [t.malformed for t in turn_tokens(c, [1])[1]]) == [[None]]
+    kept = _rft(db)
+    assert kept[1] is None
+    assert kept[2] is not None and kept[2].reason == "malformed" and "unknown tool 'rm_rf'" in kept[2].detail
 
 
 def _tokens(i: int, n: int) -> EpisodeTokens:

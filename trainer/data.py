@@ -32,7 +32,7 @@ import msgspec
 import numpy as np
 import torch
 
-from runtime.store import EpisodeRow
+from runtime.store import EpisodeRow, ToolCallSpec
 from runtime.store.training import TurnTokens
 
 
@@ -203,22 +203,35 @@ def looping(turns: list[TurnTokens], repeats: int) -> bool:
 
 
 def malformed_call(turns: list[TurnTokens]) -> str | None:
-    """The first logged tool call that names no skill or whose arguments do not decode, as the
-    daemon's skills read them (skills.base), or None."""
+    """The first logged tool call that was malformed, or None. The verdict the episode loop stored
+    with the call decides (TurnTokens.malformed: no skills needed). A call without one (a store
+    before schema 6, a call after a `submit` that never ran) is judged as before: malformed when it
+    names no skill or its arguments do not decode, as the daemon's skills read them (skills.base),
+    which are loaded for it."""
+    for t in turns:
+        for k, c in enumerate(t.tool_calls):
+            verdict = t.malformed[k] if k < len(t.malformed) else None
+            if verdict is None:
+                problem = _judged_by_skills(c)
+                if problem is not None:
+                    return f"turn {t.index}: {problem}"
+            elif verdict:
+                return f"turn {t.index}: call {k} ({c.name!r}) was malformed when the episode ran it"
+    return None
+
+
+def _judged_by_skills(call: ToolCallSpec) -> str | None:
+    """Why a call names no skill or has arguments its skill cannot decode (None: neither)."""
     import skills
     from skills.base import SkillNotFound, decode_args, get_skill
 
     skills.load_skills()
-    for t in turns:
-        for c in t.tool_calls:
-            try:
-                skill = get_skill(c.name)
-            except SkillNotFound:
-                return f"turn {t.index}: unknown tool {c.name!r}"
-            problem = decode_args(skill, c.arguments)
-            if isinstance(problem, str):
-                return f"turn {t.index}: {problem}"
-    return None
+    try:
+        skill = get_skill(call.name)
+    except SkillNotFound:
+        return f"unknown tool {call.name!r}"
+    problem = decode_args(skill, call.arguments)
+    return problem if isinstance(problem, str) else None
 
 
 def rft_keep(ref: EpisodeRow, turns: list[TurnTokens], *, min_reward: float, loop_repeats: int) -> Skip | None:

@@ -202,6 +202,10 @@ class ToolCallRow(msgspec.Struct, kw_only=True):
     """The skill's structured record (any msgspec-encodable value; read back as plain JSON)."""
     duration: float | None = None
     """Seconds the skill took."""
+    malformed: bool | None = None
+    """The episode loop judged the call malformed (unparsable, a tool it was not offered, arguments
+    the skill cannot decode) and answered it without running anything; None: not recorded (rows
+    from before schema 6, or written by something other than the episode loop)."""
     created: float = msgspec.field(default_factory=time.time)
     """Unix time it finished."""
     id: int | None = None

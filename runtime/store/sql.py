@@ -283,9 +283,9 @@ async def insert_turn(db: AsyncConn, t: TurnRow, blobs: tuple[bytes | None, byte
 async def insert_tool_call(db: AsyncConn, c: ToolCallRow, record: str | None) -> int:
     cur = await db.execute(
         "INSERT INTO tool_calls (turn_id, episode_id, idx, call_id, skill, args, ok, result, record,"
-        " duration, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " duration, malformed, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (c.turn_id, c.episode_id, c.index, c.call_id, c.skill, c.args, c.ok, c.result, record,
-         c.duration, c.created))
+         c.duration, c.malformed, c.created))
     return int(cur.lastrowid or 0)
 
 
@@ -451,9 +451,11 @@ def _turn(d: dict[str, Any]) -> TurnRow:
 
 def _tool_call(d: dict[str, Any]) -> ToolCallRow:
     record = None if d["record"] is None else msgspec.json.decode(d["record"])
+    malformed = None if d["malformed"] is None else bool(d["malformed"])
     return ToolCallRow(id=d["id"], turn_id=d["turn_id"], episode_id=d["episode_id"], index=d["idx"],
                        call_id=d["call_id"], skill=d["skill"], args=d["args"], ok=bool(d["ok"]),
-                       result=d["result"], record=record, duration=d["duration"], created=d["created"])
+                       result=d["result"], record=record, duration=d["duration"], malformed=malformed,
+                       created=d["created"])
 
 
 def select_evaluations(conn: Conn, episode_id: int) -> list[EvaluationRow]:
@@ -477,7 +479,7 @@ def select_episode(conn: Conn, episode_id: int) -> EpisodeDetail | None:
                        " WHERE episode_id = ? ORDER BY idx", (episode_id,))
     turns = [_turn(_row(cur, v)) for v in cur.fetchall()]
     cur = conn.execute("SELECT c.id, c.turn_id, c.episode_id, c.idx, c.call_id, c.skill, c.args, c.ok,"
-                       " c.result, c.record, c.duration, c.created FROM tool_calls c"
+                       " c.result, c.record, c.duration, c.malformed, c.created FROM tool_calls c"
                        " JOIN turns t ON t.id = c.turn_id WHERE c.episode_id = ? ORDER BY t.idx, c.idx",
                        (episode_id,))
     calls = [_tool_call(_row(cur, v)) for v in cur.fetchall()]

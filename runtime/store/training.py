@@ -3,7 +3,8 @@
 
     latest_policy_version   the newest policy version recorded
     trainable_episodes      finished, trainable, graded episodes to train on, and how many are stale
-    turn_tokens             the token data of their turns, for rebuilding the sequences
+    turn_tokens             the token data of their turns, for rebuilding the sequences, and
+                            whether each tool call was malformed (the RFT filter)
     curriculum_problems     the problem set the scheduler draws from, with tier and level
     graded_rewards          every graded episode's reward, newest first (curriculum statistics)
     final_speedups          the final evaluations' speedups of the episodes a step consumed
@@ -41,6 +42,10 @@ class TurnTokens(msgspec.Struct, kw_only=True):
     """Sampling temperature of the call (1.0 when not logged, or not positive)."""
     tool_calls: list[ToolCallSpec]
     """Parsed tool calls as logged."""
+    malformed: list[bool | None] = msgspec.field(default_factory=list)
+    """Per tool call, by position: the episode loop's verdict stored with it (tool_calls.malformed);
+    None, or a position past the list's end: none recorded (a store before schema 6, or a call
+    that never ran: one after a `submit` in the same reply)."""
 
 
 class ProblemTier(msgspec.Struct, kw_only=True, frozen=True):
@@ -95,12 +100,22 @@ def turn_tokens(conn: Conn, episode_ids: Sequence[int]) -> dict[int, list[TurnTo
             "SELECT episode_id, idx, prompt_prefix, prompt_ids, completion_ids, logprobs, sampling,"
             f" tool_calls FROM turns WHERE episode_id IN ({', '.join('?' * len(part))})"
             " ORDER BY episode_id, idx", part)
+        by_turn: dict[tuple[int, int], TurnTokens] = {}
         for eid, idx, prefix, p_ids, c_ids, lps, sampling, calls in cur:
-            out[eid].append(TurnTokens(
+            specs = msgspec.json.decode(calls, type=list[ToolCallSpec])
+            turn = TurnTokens(
                 index=idx, prompt_prefix=prefix, prompt_ids=unpack_ids(p_ids),
                 completion_ids=unpack_ids(c_ids), logprobs=unpack_logprobs(lps),
-                temperature=_temperature(sampling),
-                tool_calls=msgspec.json.decode(calls, type=list[ToolCallSpec])))
+                temperature=_temperature(sampling), tool_calls=specs, malformed=[None] * len(specs))
+            out[eid].append(turn)
+            by_turn[eid, idx] = turn
+        flags = conn.execute(
+            "SELECT c.episode_id, t.idx, c.idx, c.malformed FROM tool_calls AS c JOIN turns AS t ON t.id = c.turn_id"
+            f" WHERE c.episode_id IN ({', '.join('?' * len(part))}) AND c.malformed IS NOT NULL", part)
+        for eid, turn_idx, call_idx, malformed in flags:
+            turn = by_turn[eid, turn_idx]
+            if call_idx < len(turn.malformed):  # the loop stores call k of the turn's tool_calls as idx k
+                turn.malformed[call_idx] = bool(malformed)
     return out
 
 
