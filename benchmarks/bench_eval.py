@@ -39,7 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import environment, table, write_result  # noqa: E402
 from skills.evaluator.baselines import JsonBaselineCache  # noqa: E402
 from skills.evaluator.build import BuildConfig  # noqa: E402
-from skills.evaluator.evaluate import EvalConfig, WarmPool, build_workspace, evaluate  # noqa: E402
+from skills.evaluator.config import EvalConfig  # noqa: E402
+from skills.evaluator.evaluate import build_workspace, evaluate  # noqa: E402
+from skills.evaluator.pool import WarmPool  # noqa: E402
 from skills.evaluator.results import EvalResult, Mode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -209,7 +211,7 @@ _LAST_TIMED: list[Any] = []
 
 def _keep_samples() -> None:
     """Keep each candidate's timed loop (the judge's report: raw per-call samples)."""
-    import skills.evaluator.evaluate as ev
+    import skills.evaluator.rounds as ev
 
     check = ev.checked_calls_flags
 
@@ -297,11 +299,11 @@ def cmd_stability(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaseline
 
 
 def cmd_ncu(args: argparse.Namespace, cfg: EvalConfig, cache: JsonBaselineCache) -> dict[str, Any]:
-    from skills.eval_skills import Evaluator
     from skills.evaluator.ncu import format_report
+    from skills.local_evaluator import LocalEvaluator
 
     problem, ws = _one(args)
-    ev = Evaluator(problem, cfg, cache=cache)
+    ev = LocalEvaluator(problem, cfg, cache=cache)
     walls, rep = [], None
     for _ in range(2):
         t = time.perf_counter()

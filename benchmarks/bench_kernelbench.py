@@ -36,9 +36,11 @@ from benchmarks.common import RESULTS, environment, table, write_result  # noqa:
 from runtime.bench_sources import reference_model_source  # noqa: E402
 from skills.evaluator.baselines import JsonBaselineCache  # noqa: E402
 from skills.evaluator.build import BuildConfig  # noqa: E402
-from skills.evaluator.evaluate import EvalConfig, WarmPool, evaluate  # noqa: E402
+from skills.evaluator.config import EvalConfig  # noqa: E402
+from skills.evaluator.evaluate import evaluate  # noqa: E402
 from skills.evaluator.harness.protocol import TimingConfig  # noqa: E402
 from skills.evaluator.paired import PairedConfig  # noqa: E402
+from skills.evaluator.pool import WarmPool  # noqa: E402
 from skills.evaluator.results import EvalResult, Mode  # noqa: E402
 
 GIB = 1 << 30

@@ -47,7 +47,7 @@ from runtime.scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from runtime.store import Store, TurnRow  # noqa: E402
 from skills.base import SkillContext, SkillResult, register  # noqa: E402
 from skills.eval_skills import NoArgs  # noqa: E402
-from skills.evaluator.evaluate import EvalConfig  # noqa: E402
+from skills.evaluator.config import EvalConfig  # noqa: E402
 
 
 class Noop:

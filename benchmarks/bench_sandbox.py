@@ -21,7 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
-from skills.evaluator.evaluate import EvalConfig, candidate_command, make_scratch, worker_env  # noqa: E402
+from skills.evaluator.config import EvalConfig  # noqa: E402
+from skills.evaluator.launch import candidate_command, make_scratch, worker_env  # noqa: E402
 from skills.evaluator.sandbox import clean_env, process_ids  # noqa: E402
 
 

@@ -21,7 +21,7 @@ Placements of the child:
                   child is uid 65534 in its own user, PID, IPC, UTS and network namespaces)
   bwrap-sharepid  the same without --unshare-pid (is a shared PID namespace what legacy IPC needs?)
   bwrap-nobody    the same flags with bwrap itself started as uid 65534, as the evaluator does
-                  when the project and interpreter are world-readable (skills.evaluator.evaluate.candidate_uid)
+                  when the project and interpreter are world-readable (skills.evaluator.launch.candidate_uid)
 
 Per cell: the parent fills `inp` with a pattern; the child maps both buffers, checks the pattern,
 rewrites `inp` and writes `out` with torch kernels over the mapped memory, syncs; the parent checks
@@ -774,7 +774,7 @@ def environment(drv: Driver | None) -> dict[str, Any]:
 def _evaluator_uid() -> Any:
     """Who the evaluator would run the candidate as here (65534, or None: root in the user ns)."""
     try:
-        from skills.evaluator.evaluate import candidate_uid
+        from skills.evaluator.launch import candidate_uid
         from skills.evaluator.sandbox import SandboxConfig
 
         return candidate_uid(SandboxConfig())

@@ -150,7 +150,8 @@ def workspace(f: Path, variant: str, tmp: Path) -> Path:
 async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend: str = "cuda") -> dict[str, Any]:
     from skills.evaluator.baselines import JsonBaselineCache
     from skills.evaluator.build import BuildConfig
-    from skills.evaluator.evaluate import EvalConfig, evaluate
+    from skills.evaluator.config import EvalConfig
+    from skills.evaluator.evaluate import evaluate
     from skills.evaluator.harness.protocol import TimingConfig
 
     ws = workspace(f, variant, tmp)

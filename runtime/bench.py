@@ -51,7 +51,9 @@ from runtime.bench_sources import BenchProblem, builds_inline, reference_model_s
 from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots, LeasedEvaluator
 from skills.evaluator.baselines import BaselineCache
-from skills.evaluator.evaluate import EvalConfig, WarmPool, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
+from skills.evaluator.pool import WarmPool
 from skills.evaluator.results import EvalResult, Mode
 from skills.evaluator.reward import get_reward_fn
 

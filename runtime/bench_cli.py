@@ -42,7 +42,7 @@ from runtime.config import Config, ConfigError, default_config_path, load_config
 from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots
 from skills.evaluator.baselines import BaselineCache
-from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.config import EvalConfig
 from skills.evaluator.reward import MIB
 from skills.evaluator.sandbox import SandboxConfig
 

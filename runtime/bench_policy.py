@@ -24,7 +24,7 @@ from runtime.slots import EvalSlots, LeasedEvaluator
 from runtime.store import Store
 from runtime.store.queries import usage
 from runtime.store.rows import ProblemRow
-from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.config import EvalConfig
 from skills.workspace import WorkspaceConfig
 
 PROBLEM_SOURCE = "bench"

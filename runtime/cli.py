@@ -26,7 +26,7 @@ import anyio
 import msgspec
 
 if TYPE_CHECKING:  # the evaluator is imported by `kagent eval` alone: `--help` and the rest start fast
-    from skills.evaluator.evaluate import EvalConfig
+    from skills.evaluator.config import EvalConfig
     from skills.evaluator.results import EvalResult, Mode
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -93,7 +93,7 @@ def run_eval(args: argparse.Namespace) -> int:
     backend = eval_backend(args.backend)
     if backend is None:
         return 2
-    from skills.evaluator.evaluate import EvalConfig
+    from skills.evaluator.config import EvalConfig
     from skills.evaluator.ext_cache import default_dir as ext_cache_dir
     from skills.evaluator.harness.protocol import TimingConfig
     from skills.evaluator.report import format_result

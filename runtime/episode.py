@@ -54,7 +54,7 @@ from runtime.store import (
 )
 from skills.ab import typical, workspace_evaluations
 from skills.base import SkillContext, SkillResult, call_skill, decode_args, get_skill, tool_schemas
-from skills.eval_skills import Evaluator
+from skills.evaluator.api import Evaluator
 from skills.evaluator.results import EvalResult, Speedup
 from skills.workspace import Workspace, WorkspaceConfig
 

@@ -22,9 +22,10 @@ import msgspec
 
 from runtime.settings import RayConfig, SchedulerConfig
 from runtime.slots import EvalSlots, LeasedEvaluator
-from skills.eval_skills import Evaluator
+from skills.evaluator.api import Evaluator
 from skills.evaluator.baselines import BaselineCache
-from skills.evaluator.evaluate import EvalConfig, WarmPool
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.pool import WarmPool
 from skills.evaluator.results import EvalResult, Mode
 
 OnFault = Callable[[EvalResult], Awaitable[None]]

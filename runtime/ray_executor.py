@@ -52,13 +52,15 @@ from runtime.executor import (
 )
 from runtime.settings import RayConfig, SchedulerConfig
 from runtime.slots import slot_baselines, slot_evaluate, slot_ncu
-from skills.eval_skills import Evaluator
+from skills.evaluator.api import Evaluator
 from skills.evaluator.baselines import JsonBaselineCache
 from skills.evaluator.build import BuildResult
-from skills.evaluator.evaluate import EvalConfig, WarmPool
+from skills.evaluator.config import EvalConfig
 from skills.evaluator.ncu import NcuReport
+from skills.evaluator.pool import WarmPool
 from skills.evaluator.problem import source_id
 from skills.evaluator.results import EvalResult, Mode, Precision, StageTimes
+from skills.local_evaluator import LocalEvaluator
 from skills.workspace import Workspace
 
 log = logging.getLogger("kagent.ray")
@@ -410,20 +412,23 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-class RayEvaluator(Evaluator):
-    """An episode's Evaluator whose evaluations run on the executor's actors (builds for the
-    `compile` skill run on the head, through the compile pool, as with the local executor)."""
+class RayEvaluator:
+    """An episode's Evaluator (skills/evaluator/api.py) whose evaluations run on the executor's actors
+    (builds for the `compile` skill run on the head, through the compile pool, as with the local
+    executor, by a LocalEvaluator without a baseline cache)."""
 
     def __init__(self, problem_path: str | Path, config: EvalConfig, *, executor: RayExecutor,
                  precision: str | None, on_fault: OnFault) -> None:
-        super().__init__(problem_path, config, cache=None)
+        self.local = LocalEvaluator(problem_path, config, cache=None)
+        self.problem_path = self.local.problem_path
+        self.config = config
         self.executor = executor
         self.precision: Precision = next((p for p in get_args(Precision) if p == precision), "fp32")
         self.on_fault = on_fault
 
     async def compile(self, workspace: Path) -> BuildResult | None:
         async with self.executor.compile_limiter:
-            return await super().compile(workspace)
+            return await self.local.compile(workspace)
 
     async def evaluate(self, workspace: Path, mode: Mode) -> EvalResult:
         return await self._graded(await self._request("evaluate", workspace, mode))
@@ -433,7 +438,7 @@ class RayEvaluator(Evaluator):
 
     async def ncu(self, workspace: Path) -> NcuReport:
         if self.config.backend != "cuda":
-            return await super().ncu(workspace)  # says why without running anything
+            return await self.local.ncu(workspace)  # says why without running anything
         request = await self._request("ncu", workspace, "test")
         why = ""
         for _ in range(self.executor.ray.attempts):

@@ -28,9 +28,9 @@ import msgspec
 from runtime.store import EpisodeDetail, ToolCallRow, problem_path
 from skills import load_skills
 from skills.base import SkillContext, SkillResult, call_skill
-from skills.eval_skills import Evaluator
 from skills.evaluator.baselines import BaselineCache
-from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.config import EvalConfig
+from skills.local_evaluator import LocalEvaluator
 from skills.workspace import Workspace, WorkspaceConfig
 
 FILE_SKILLS = frozenset({"read_file", "write_file", "edit_file", "list_files"})
@@ -138,7 +138,7 @@ class Replayer:
                 Workspace.create, self.detail.problem.code or "", config=WorkspaceConfig(root=str(tmp / "ws")),
                 name_hint="replay"))
             ctx = SkillContext(workspace=ws, max_output_chars=self.max_output_chars,
-                               evaluator=Evaluator(problem, self.eval_config, cache=self.cache))
+                               evaluator=LocalEvaluator(problem, self.eval_config, cache=self.cache))
             rows = []
             for call in self.detail.tool_calls:
                 result, note = await self._call(call, ctx)

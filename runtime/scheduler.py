@@ -55,7 +55,7 @@ from runtime.settings import SchedulerConfig as SchedulerConfig  # re-exported: 
 from runtime.slots import EvalSlots
 from runtime.store import Origin, ProblemRow, Store
 from skills import load_skills
-from skills.eval_skills import Evaluator
+from skills.evaluator.api import Evaluator
 from skills.evaluator.problem import ProblemError, source_id
 from skills.evaluator.results import EvalResult
 from skills.workspace import WorkspaceConfig

@@ -11,8 +11,8 @@ from typing import Literal
 
 import msgspec
 
-# skills.evaluator.evaluate is torch-free at import time (tests/test_light_imports.py checks it).
-from skills.evaluator.evaluate import EvalConfig
+# skills.evaluator.config is torch-free at import time (tests/test_light_imports.py checks it).
+from skills.evaluator.config import EvalConfig
 
 TokenMode = Literal["token_in", "chat"]
 """token_in: chat completions for turn 0, then completions on token ids; chat: always chat."""

@@ -22,12 +22,14 @@ from pathlib import Path
 import anyio
 import msgspec
 
-from skills.eval_skills import Evaluator, _snapshot
 from skills.evaluator.baselines import BaselineCache
 from skills.evaluator.build import BuildResult
-from skills.evaluator.evaluate import EvalConfig, WarmPool, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.ncu import NcuReport
+from skills.evaluator.pool import WarmPool
 from skills.evaluator.results import EvalResult, Mode
+from skills.local_evaluator import LocalEvaluator, snapshot
 
 
 class EvalSlots:
@@ -74,18 +76,25 @@ class EvalSlots:
             self._available.release()
 
 
-class LeasedEvaluator(Evaluator):
-    """An Evaluator whose builds go through the compile pool and whose runs hold a slot."""
+class LeasedEvaluator:
+    """An Evaluator (skills/evaluator/api.py) whose builds go through the compile pool and whose runs
+    hold a slot; the baselines alone run outside any slot, as LocalEvaluator's do."""
 
     def __init__(self, problem_path: str | Path, config: EvalConfig, *, cache: BaselineCache | None,
                  slots: EvalSlots, compile_limiter: anyio.CapacityLimiter) -> None:
-        super().__init__(problem_path, config, cache=cache)
+        self.local = LocalEvaluator(problem_path, config, cache=cache)
+        self.problem_path = self.local.problem_path
+        self.config = config
+        self.cache = cache
         self.slots = slots
         self.compile_limiter = compile_limiter
 
     async def compile(self, workspace: Path) -> BuildResult | None:
         async with self.compile_limiter:
-            return await super().compile(workspace)
+            return await self.local.compile(workspace)
+
+    async def baselines(self) -> EvalResult:
+        return await self.local.baselines()
 
     async def evaluate(self, workspace: Path, mode: Mode) -> EvalResult:
         built = await self.compile(workspace)  # outside the slot; evaluate() then hits the build cache
@@ -110,15 +119,15 @@ async def slot_evaluate(problem_path: Path, workspace: Path, mode: Mode, cfg: Ev
                         cache: BaselineCache | None, pool: WarmPool | None) -> EvalResult:
     """One evaluation on the slot's device (`cfg.gpu`): a frozen snapshot of the workspace, graded."""
     with tempfile.TemporaryDirectory(prefix="kagent-snap-") as tmp:
-        snap = await anyio.to_thread.run_sync(_snapshot, workspace, Path(tmp) / "ws")
+        snap = await anyio.to_thread.run_sync(snapshot, workspace, Path(tmp) / "ws")
         return await evaluate(problem_path, snap, mode=mode, config=cfg, baseline_cache=cache, pool=pool)
 
 
 async def slot_baselines(problem_path: Path, cfg: EvalConfig, *, cache: BaselineCache | None) -> EvalResult:
     """The problem's baselines alone, timed by the judge on the slot's device."""
-    return await Evaluator(problem_path, cfg, cache=cache).baselines()
+    return await LocalEvaluator(problem_path, cfg, cache=cache).baselines()
 
 
 async def slot_ncu(problem_path: Path, workspace: Path, cfg: EvalConfig, *, cache: BaselineCache | None) -> NcuReport:
     """Nsight Compute on one call of the workspace's ModelNew on the slot's device."""
-    return await Evaluator(problem_path, cfg, cache=cache).ncu(workspace)
+    return await LocalEvaluator(problem_path, cfg, cache=cache).ncu(workspace)

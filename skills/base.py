@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
 from skills.snapshots import Snapshots
 from skills.workspace import Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from skills.evaluator.api import Evaluator
 
 DEFAULT_MAX_OUTPUT_CHARS = 8000
 _CUT_MARKER = "\n[... {} characters cut ...]\n"
@@ -57,7 +60,7 @@ class SkillContext:
 
     workspace: Workspace
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
-    evaluator: object | None = None
+    evaluator: Evaluator | None = None
     snapshots: Snapshots = dataclasses.field(default_factory=Snapshots)
 
 

@@ -19,10 +19,9 @@ from runtime.store import ProblemRow, Store, TurnRow
 from runtime.transcript import header
 from skills import load_skills
 from skills.base import SkillContext, SkillResult, call_skill, tool_schema, tool_schemas
-from skills.eval_skills import Evaluator
 from skills.evaluator.baselines import JsonBaselineCache
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.config import EvalConfig
 from skills.evaluator.harness.protocol import TimingConfig
 from skills.evaluator.problem import source_id
 from skills.evaluator.report import format_result
@@ -35,6 +34,7 @@ from skills.evaluator.results import (
     TimingResult,
 )
 from skills.evaluator.sandbox import SandboxConfig
+from skills.local_evaluator import LocalEvaluator
 from skills.workspace import Workspace, WorkspaceConfig
 
 CUDA_ONLY = ["Writing fast CUDA kernels", "<cuda_runtime.h>", "132 on H100/H200", "warp shuffles",
@@ -171,11 +171,11 @@ def test_delete_file_refusals(ws: Workspace, tmp_path: Path) -> None:
 # -- profile() and run_tests() on the cpu backend (real evaluations) -------------------------
 
 
-def cpu_evaluator(tmp_path: Path, build_cache_dir: Path) -> Evaluator:
+def cpu_evaluator(tmp_path: Path, build_cache_dir: Path) -> LocalEvaluator:
     cfg = EvalConfig(backend="cpu", baselines=["eager"], timing=TimingConfig(target_seconds=0.05, max_calls=60, min_calls=10),
                      build=BuildConfig(backend="cpu", cache_dir=str(build_cache_dir)),
                      sandbox=SandboxConfig(allow_unsafe=True))
-    return Evaluator(RELU, cfg, cache=JsonBaselineCache(tmp_path / "baselines.json"))
+    return LocalEvaluator(RELU, cfg, cache=JsonBaselineCache(tmp_path / "baselines.json"))
 
 
 def test_profile_on_the_template_times_the_baselines_alone(tmp_path: Path, build_cache_dir: Path) -> None:

@@ -201,7 +201,7 @@ def test_solutions_are_found_in_every_layout(tmp_path: Path) -> None:
 
 
 def _final(r: EvalResult, reward_fn: str) -> EvalResult:
-    """As skills/evaluator/evaluate.py finishes a final evaluation: the limit under the defaults, then the reward."""
+    """As skills/evaluator/state.py finishes a final evaluation: the limit under the defaults, then the reward."""
     if r.memory is not None:
         limit = memory_limit(r)
         r.memory.limit_bytes = int(limit) if limit is not None else None

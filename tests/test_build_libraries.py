@@ -428,7 +428,7 @@ print(float((y.double() - ref).abs().max() / ref.abs().max()))
 @pytest.mark.gpu
 @needs_real("cublas")
 def test_gpu_tf32_override_keeps_library_calls_in_fp32(tmp_path: Path) -> None:
-    """The candidate runs with NVIDIA_TF32_OVERRIDE=0 (skills/evaluator/evaluate.py): a cuBLAS call that asks
+    """The candidate runs with NVIDIA_TF32_OVERRIDE=0 (skills/evaluator/launch.py): a cuBLAS call that asks
     for TF32 still computes in fp32 there, while without the override it is TF32-accurate only."""
     import os
 
@@ -495,7 +495,8 @@ def test_gpu_library_workspaces_grade_correct(solution: str, tmp_path: Path) -> 
     import anyio
 
     from skills.evaluator.baselines import JsonBaselineCache
-    from skills.evaluator.evaluate import EvalConfig, evaluate
+    from skills.evaluator.config import EvalConfig
+    from skills.evaluator.evaluate import evaluate
 
     config = EvalConfig(backend="cuda", baselines=["eager"],
                         build=BuildConfig(backend="cuda", cache_dir=str(tmp_path / "build"), arch=detect_arch() or "sm_90"))

@@ -15,7 +15,8 @@ from pathlib import Path
 import anyio
 
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.harness.protocol import TimingConfig
 from tests.conftest import MakeWs
 from tests.test_environment_faults import RELU_NEW

@@ -16,12 +16,13 @@ from runtime.fakes.scripted import scripted_server
 from runtime.policy import PolicyConfig, make_policy
 from runtime.store import ProblemRow, Store
 from skills import load_skills
-from skills.eval_skills import Evaluator
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.harness.protocol import TimingConfig
 from skills.evaluator.problem import source_id
 from skills.evaluator.sandbox import SandboxConfig
+from skills.local_evaluator import LocalEvaluator
 from skills.workspace import WorkspaceConfig
 from tests.conftest import PROBLEMS, MakeWs
 
@@ -142,7 +143,7 @@ def test_an_episode_graded_on_an_environment_fault_is_not_trainable(tmp_path: Pa
             try:
                 out["outcome"] = await run_episode(
                     store=store, policy=pol, problem=problem, source=source,
-                    make_evaluator=lambda path: Evaluator(path, cfg, cache=store.baseline_cache()),
+                    make_evaluator=lambda path: LocalEvaluator(path, cfg, cache=store.baseline_cache()),
                     limits=EpisodeLimits(), workspace=WorkspaceConfig(root=str(tmp_path / "ws")))
                 out["detail"] = await store.get_episode(1)
             finally:

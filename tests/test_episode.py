@@ -23,12 +23,12 @@ from runtime.policy import PolicyConfig, make_policy
 from runtime.store import EpisodeDetail, ProblemRow, Store
 from skills import load_skills
 from skills.base import tool_schemas
-from skills.eval_skills import Evaluator
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.config import EvalConfig
 from skills.evaluator.harness.protocol import TimingConfig
 from skills.evaluator.problem import source_id
 from skills.evaluator.sandbox import SandboxConfig
+from skills.local_evaluator import LocalEvaluator
 from skills.workspace import WorkspaceConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +71,7 @@ def episode(tmp_path: Path, script: Any, *, build_cache: Path | None = None, lim
                 async def go() -> None:
                     result["outcome"] = await run_episode(
                         store=store, policy=pol, problem=problem, source=source,
-                        make_evaluator=lambda path: Evaluator(path, cfg, cache=store.baseline_cache()),
+                        make_evaluator=lambda path: LocalEvaluator(path, cfg, cache=store.baseline_cache()),
                         limits=limits or EpisodeLimits(), workspace=WorkspaceConfig(root=str(workspaces)),
                         on_event=on_event)
 

@@ -19,7 +19,8 @@ import anyio
 import pytest
 
 from skills.evaluator import ext_cache
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.results import EvalResult
 from skills.evaluator.sandbox import SandboxConfig
 

@@ -18,7 +18,8 @@ import pytest
 
 from skills.evaluator.baselines import JsonBaselineCache
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.harness.protocol import TimingConfig
 from skills.evaluator.paired import PairedConfig
 from skills.evaluator.report import format_result

@@ -11,7 +11,8 @@ import pytest
 
 from skills.evaluator.baselines import JsonBaselineCache
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.harness.protocol import TimingConfig
 from skills.evaluator.results import EvalResult, Mode
 from tests.test_trust_boundary import PARTIAL_PY, REPLAY_PY

@@ -43,8 +43,10 @@ def test_config_and_cli_modules_import_no_torch() -> None:
 
 
 def test_skills_modules_behind_the_config_import_no_torch() -> None:
-    heavy, out = heavy_after("import skills, skills.evaluator.evaluate, skills.evaluator.results, skills.evaluator.build, skills.evaluator.sandbox, "
-                             "skills.evaluator.harness.protocol, skills.evaluator.baselines, skills.evaluator.report, skills.evaluator.reward")
+    heavy, out = heavy_after("import skills, skills.evaluator.evaluate, skills.evaluator.config, skills.evaluator.pool, "
+                             "skills.evaluator.api, skills.evaluator.results, skills.evaluator.build, "
+                             "skills.evaluator.sandbox, skills.evaluator.harness.protocol, skills.evaluator.baselines, "
+                             "skills.evaluator.report, skills.evaluator.reward")
     assert heavy == [], out
 
 

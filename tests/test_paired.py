@@ -9,7 +9,8 @@ from pathlib import Path
 import anyio
 
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.harness.protocol import TimingConfig
 from skills.evaluator.paired import PairedConfig, paired_speedup, straddles
 from skills.evaluator.report import format_result

@@ -8,8 +8,11 @@ from pathlib import Path
 import anyio
 
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig, Slot, WarmPool, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.harness.protocol import TimingConfig, Warm
+from skills.evaluator.launch import Slot
+from skills.evaluator.pool import WarmPool
 
 ROOT = Path(__file__).resolve().parent.parent
 RELU = ROOT / "problems/level1/01_relu.py"

@@ -21,7 +21,8 @@ import pytest
 import torch
 
 from skills.evaluator.build import BuildConfig, build
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.harness.compare import (
     STRICT,
     Budget,

@@ -16,13 +16,13 @@ import pytest
 from skills import load_skills
 from skills.ab import ProfileRuns, compare, format_runs, typical
 from skills.base import SkillContext, SkillResult, call_skill, get_skill, tool_schema
-from skills.eval_skills import Evaluator
 from skills.evaluator.baselines import JsonBaselineCache
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.config import EvalConfig
 from skills.evaluator.harness.protocol import TimingConfig
 from skills.evaluator.results import EvalResult, Flag, Interval, StageTimes, TimingResult
 from skills.evaluator.sandbox import SandboxConfig
+from skills.local_evaluator import LocalEvaluator
 from skills.workspace import Workspace, WorkspaceConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def ctx(tmp_path: Path, build_cache_dir: Path) -> Iterator[SkillContext]:
     cfg = EvalConfig(backend="cpu", baselines=["eager"], timing=TimingConfig(target_seconds=0.05, max_calls=60, min_calls=10),
                      build=BuildConfig(backend="cpu", cache_dir=str(build_cache_dir)),
                      sandbox=SandboxConfig(allow_unsafe=True))
-    evaluator = Evaluator(RELU, cfg, cache=JsonBaselineCache(tmp_path / "baselines.json"))
+    evaluator = LocalEvaluator(RELU, cfg, cache=JsonBaselineCache(tmp_path / "baselines.json"))
     with Workspace.create(RELU.read_text(), config=WorkspaceConfig(root=str(tmp_path / "ws"))) as ws:
         ws.write_text("model_new.py", (SOLUTION / "model_new.py").read_text())
         ws.write_text("kernels/relu.cpp", KERNEL)

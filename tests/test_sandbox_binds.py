@@ -14,7 +14,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.results import EvalResult
 from skills.evaluator.sandbox import SandboxConfig, needed_roots, wrap
 

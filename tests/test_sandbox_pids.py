@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from skills.evaluator.evaluate import Scratch, describe_sandbox
+from skills.evaluator.launch import Scratch, describe_sandbox
 from skills.evaluator.pids import PREFIX, PidsGroup, hierarchy
 from skills.evaluator.sandbox import SandboxConfig, active
 

@@ -26,7 +26,7 @@ from runtime.policy import Policy, PolicyConfig, make_policy
 from runtime.scheduler import Draining, Scheduler, SchedulerConfig, SchedulerStatus
 from runtime.store import CurriculumRow, EpisodeRow, Store
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig
+from skills.evaluator.config import EvalConfig
 from skills.evaluator.problem import ProblemError
 from skills.evaluator.sandbox import SandboxConfig
 

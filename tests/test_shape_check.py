@@ -11,7 +11,8 @@ import anyio
 import pytest
 
 from skills.evaluator.build import BuildConfig
-from skills.evaluator.evaluate import EvalConfig, evaluate
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.evaluate import evaluate
 from skills.evaluator.harness.protocol import TimingConfig
 from skills.evaluator.problem import load_problem, shape_check_sizes
 from skills.evaluator.report import format_result

@@ -731,7 +731,8 @@ def test_real_evaluation_caches_its_baselines_in_the_store(tmp_path: Path, build
     import shutil
 
     from skills.evaluator.build import BuildConfig
-    from skills.evaluator.evaluate import EvalConfig, evaluate
+    from skills.evaluator.config import EvalConfig
+    from skills.evaluator.evaluate import evaluate
     from skills.evaluator.harness.protocol import TimingConfig
     from skills.evaluator.sandbox import SandboxConfig
 

@@ -1,4 +1,4 @@
-"""The parent's checks on a timed loop's raw samples (skills/evaluator/evaluate.py) and the judge's plan of
+"""The parent's checks on a timed loop's raw samples (skills/evaluator/timing_checks.py) and the judge's plan of
 checked calls (skills/evaluator/harness/driver.py), on made-up samples."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import sys
 import time
 from pathlib import Path
 
-from skills.evaluator.evaluate import background_check, clock_check
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.marks import ENV as MARK_ENV
 from skills.evaluator.marks import Mark, MarkSocket
 from skills.evaluator.schedstat import TreeClock, cpu_between, worker_pid
+from skills.evaluator.timing_checks import background_check, clock_check
 
 ROOT = Path(__file__).resolve().parents[1]
 

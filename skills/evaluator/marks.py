@@ -5,7 +5,7 @@ replace any clock. So each timed call also sends two datagrams, one just before 
 and one just after, over a Unix datagram socket the parent made. The kernel stamps every datagram
 (SO_TIMESTAMPNS) as it is sent: the stamps come from outside the candidate's process and do not
 depend on when the parent gets around to reading them. The parent then checks that the times the
-candidate reported fit inside those windows (skills/evaluator/evaluate.py, clock_check).
+candidate reported fit inside those windows (skills/evaluator/timing_checks.py, clock_check).
 
 Linux stamps Unix datagrams when the receiving socket asks for it; a kernel that does not makes
 `MarkSocket()` fail with an error that says so (checked with one datagram when it is made).

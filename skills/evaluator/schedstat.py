@@ -2,7 +2,7 @@
 the candidate (worker_pid), and how much CPU every thread of its tree used and how long its main
 thread waited on a run queue (TreeClock, from /proc/PID/task/TID/schedstat). On a busy host an
 honest candidate is descheduled around its calls; that wait is the host's, unless its own threads
-kept the cores busy (skills/evaluator/evaluate.py, excused_waits). The process cannot lower these counts:
+kept the cores busy (skills/evaluator/timing_checks.py, excused_waits). The process cannot lower these counts:
 the kernel writes them."""
 
 from __future__ import annotations

@@ -1,0 +1,103 @@
+"""How evaluations run: `EvalConfig`, one per evaluator."""
+
+from __future__ import annotations
+
+import sys
+from typing import Literal
+
+import msgspec
+
+from skills.evaluator.build import BuildConfig
+from skills.evaluator.harness import protocol as P
+from skills.evaluator.paired import PairedConfig
+from skills.evaluator.results import Backend
+from skills.evaluator.reward import CompositeConfig
+from skills.evaluator.sandbox import SandboxConfig
+
+
+class EvalConfig(msgspec.Struct, kw_only=True):
+    """How evaluations run; one per evaluator."""
+
+    backend: Backend = "cuda"
+    """cuda (nvcc, a GPU) or cpu (C++/OpenMP on the CPU)."""
+    sizes: Literal["default", "small"] | None = None
+    """Problem sizes; None picks small on cpu and default on cuda."""
+    n_sets: int = 3
+    """Input sets for correctness (each from the secret seed)."""
+    held_sets: int | None = None
+    """Regular sets the judge holds with their references for the whole evaluation (warm-up,
+    probes and baselines rotate over them); the others are drawn again, referenced, checked and
+    freed when their turn comes. None: all n_sets where the memory plan fits them, else 1."""
+    shape_check: bool = True
+    """One more correctness set at other sizes (the problem's SMALL_SIZES on the GPU, its
+    CHECK_SIZES at small sizes): a kernel that hard-codes the timed shape fails it (EXPLOITS row 14)."""
+    checked_fraction: float = 0.125
+    """Share of timed calls (at least 8, at most 24 per loop) whose whole outputs the judge reads and
+    compares with a reference of their own (every timed call runs on a set drawn for it); which ones
+    is secret."""
+    timing: P.TimingConfig = msgspec.field(default_factory=P.TimingConfig)
+    """The timing loop (candidate and baselines alike)."""
+    baselines: list[Literal["eager", "compile"]] = msgspec.field(default_factory=lambda: ["eager", "compile"])
+    """Baselines to time in profile/final mode."""
+    paired: PairedConfig = msgspec.field(default_factory=PairedConfig)
+    """Final mode: the candidate and its baselines timed in turn, in rounds (skills/evaluator/paired.py)."""
+    margin: float = 0.05
+    """"Faster" means the conservative speedup exceeds 1 + margin."""
+    reward_fn: str = "milestone"
+    """Reward function by name (skills.evaluator.reward.REWARDS)."""
+    composite: CompositeConfig = msgspec.field(default_factory=CompositeConfig)
+    """The composite reward's constants (reward_fn = "composite")."""
+    profile_calls: int = 5
+    """Calls under the profiler for kernel time and launch accounting (cuda)."""
+    timeout_import_s: float = 300.0
+    """Starting workers, importing model_new.py (load_inline builds count) and the reference."""
+    timeout_run_s: float = 120.0
+    """Running and comparing the correctness sets."""
+    timeout_timing_s: float = 300.0
+    """The candidate's timing loop."""
+    timeout_baseline_s: float = 900.0
+    """Timing the baselines (torch.compile cold start included)."""
+    gpu: str | None = None
+    """CUDA_VISIBLE_DEVICES for the workers (the leased GPU slot); None leaves it unset."""
+    python: str = sys.executable
+    """Interpreter for the workers."""
+    log_chars: int = 4000
+    """Tail of the candidate's stdout/stderr kept in the result."""
+    build: BuildConfig | None = None
+    """Build settings; None derives them from the backend."""
+    static_checks: bool = True
+    """Run the static checks (turned off only by tests of the runtime defences behind them)."""
+    sandbox: SandboxConfig = msgspec.field(default_factory=SandboxConfig)
+    """How candidate workers are confined (bubblewrap + rlimits)."""
+    gpu_memory_fraction: float = 0.45
+    """Cap on the candidate's torch allocations while it imports model_new.py, as a fraction of the
+    GPU; before ModelNew is built the cap becomes what is free once the judge holds its sets and
+    references, less what the judge may still need (skills.evaluator.harness.candidate.cap_memory)."""
+    max_bandwidth_gbs: float | None = None
+    """Fastest memory any call could read at (GB/s) for the timing floor; None: 10,000 on cuda,
+    500 on cpu (beyond any current device, so only impossible timings are flagged)."""
+    pin_cpus: bool = False
+    """On cuda, run each GPU's judge and candidate on two cores of their own that compilers keep
+    off (skills/evaluator/affinity.py; machines with 8 or more cores). Off by default: on the H200 it made
+    the time per call no steadier between evaluations (docs/results.md, Timing stability)."""
+    clock_marks: bool = True
+    """Candidate timed calls mark their start and end on a kernel-stamped socket that the parent
+    checks the reported times against (skills/evaluator/marks.py; EXPLOITS row 4). Off only to measure it."""
+    measure_memory: bool = True
+    """Measure memory from outside the workers into EvalResult.memory: on cuda each worker's GPU peak
+    (NVML, skills/evaluator/nvml.py); on both backends ModelNew's footprint during its calls
+    (skills/evaluator/footprint.py) and the baselines' (the judge's own, skills/evaluator/harness/peak.py), which the
+    composite reward's memory penalty compares."""
+    torch_allowed: bool = False
+    """Benchmarks of the harness only (`kagent bench --reference-model`, benchmarks/bench_kernelbench.py):
+    grade torch compute as a solution, e.g. the problem's own Model as ModelNew. The static checks
+    are skipped and the torch-op rule's flags (TORCH_RULE_FLAGS: the op recorder's and the
+    profiler's) are dropped; every other check stays, and the result says so (torch_allowed)."""
+    extension_cache_dir: str | None = None
+    """Where the parent keeps the load_inline builds of evaluations that passed, for evaluations of
+    the same code (skills/evaluator/ext_cache.py; never visible to candidates); None: no reuse. Each
+    evaluation builds in a torch extensions folder of its own."""
+
+
+TORCH_RULE_FLAGS = frozenset({"torch_fallback", "decoy_kernel"})
+"""The flags of the rule "no torch compute in forward" (dropped when EvalConfig.torch_allowed)."""
