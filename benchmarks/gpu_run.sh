@@ -35,7 +35,7 @@ preflight() {  # one sandboxed GPU evaluation; fall back (and say so) if the san
 }
 step preflight; preflight
 if [ "$1" = tests ]; then
-  python3 -c 'import skills.evaluator.harness.timing as t; print("persisting-L2 reset:", t._reset_l2)' | tee -a "$OUT/gpu.txt"
+  python3 -c 'import skills.evaluator.harness.timing as t; print("persisting-L2 reset:", t.reset_l2)' | tee -a "$OUT/gpu.txt"
   step pytest; TAIL=60 run 430 pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml tests/
   step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
   step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200

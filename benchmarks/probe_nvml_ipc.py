@@ -87,7 +87,7 @@ def main() -> None:
         if transport == "vmm_posix_fd":
             a, handle, fd = arena.device_create(layout)
         else:
-            (a, handle), fd = arena._legacy_create(layout), -1
+            (a, handle), fd = arena.legacy_create(layout), -1
         judge_after = _used(os.getpid())
         got = subprocess.run([sys.executable, __file__, "--child", handle.hex() or "00", str(nbytes), str(fd)],
                              capture_output=True, text=True, check=False, pass_fds=(fd,) if fd >= 0 else ())

@@ -26,8 +26,8 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import flop_registry
 
 from skills.evaluator.problem import (
-    _NO_KERNEL_OPS,
     H200_FLOPS_PER_S,
+    NO_KERNEL_OPS,
     LoadedProblem,
     estimate_h200_us,
     read_manifest,
@@ -76,7 +76,7 @@ class _Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func.is_view or func.overloadpacket.__name__ in _NO_KERNEL_OPS:
+        if func.is_view or func.overloadpacket.__name__ in NO_KERNEL_OPS:
             return out
         ins = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
         outs = [a for a in tree_flatten(out)[0] if isinstance(a, torch.Tensor)]

@@ -63,7 +63,7 @@ H200_LAUNCH_US = 5.0
 
 _LEVEL_DIR = re.compile(r"level(\d+)")
 _MODULE_COUNTER = itertools.count()
-_NO_KERNEL_OPS = frozenset(
+NO_KERNEL_OPS = frozenset(
     {
         "_unsafe_view",
         "unsafe_split",
@@ -448,7 +448,7 @@ class _OpRecorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         name: str = func.overloadpacket.__name__
-        if not func.is_view and name not in _NO_KERNEL_OPS:
+        if not func.is_view and name not in NO_KERNEL_OPS:
             self.ops.add(name)
             self.kernels += 1
         return func(*args, **(kwargs or {}))

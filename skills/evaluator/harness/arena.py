@@ -287,10 +287,10 @@ def device_create(layout: Layout) -> tuple[Arena, bytes, int]:
         except CudaError:
             os.close(fd.value)
             raise
-    return (*_legacy_create(layout), -1)
+    return (*legacy_create(layout), -1)
 
 
-def _legacy_create(layout: Layout) -> tuple[Arena, bytes]:
+def legacy_create(layout: Layout) -> tuple[Arena, bytes]:
     d = _drv()
     p = c_uint64()
     d.call("cuMemAlloc_v2", byref(p), c_size_t(layout.nbytes))

@@ -317,7 +317,7 @@ def _profiled_ops(loop: timing.Loop, n_sets: int, calls: int = 2) -> list[Flag]:
 
     seen: set[str] = set()
     for i in range(calls):
-        loop._prepare(i % n_sets)
+        loop.prepare(i % n_sets)
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             loop.fn(*loop.work)
         for event in prof.events():

@@ -28,7 +28,7 @@ from skills.evaluator.harness import arena
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.harness.compare import Reference, compare_output
 from skills.evaluator.harness.exchange import meta_tensor
-from skills.evaluator.harness.timing import _reset_l2, llc_bytes, now_ns, realtime_ns
+from skills.evaluator.harness.timing import llc_bytes, now_ns, realtime_ns, reset_l2
 from skills.evaluator.harness.timing import sync as device_sync
 from skills.evaluator.results import Flag, OutputError
 
@@ -117,8 +117,8 @@ class Driver:
         """Write a set's inputs into the group's arena; then the cache is flushed and the device synced."""
         for slot, pos in zip(self.arenas[group].inputs, self.arenas[group].layout.input_positions, strict=True):
             slot.copy_(inputs[pos])
-        if self.cuda and _reset_l2 is not None and self.timing.reset_persisting_l2:
-            _reset_l2()
+        if self.cuda and reset_l2 is not None and self.timing.reset_persisting_l2:
+            reset_l2()
         if self.timing.flush_l2:
             self.flush_buf.zero_()
         device_sync()

@@ -69,7 +69,7 @@ def _persisting_l2_reset() -> Callable[[], int] | None:
     return None
 
 
-_reset_l2 = _persisting_l2_reset()
+reset_l2 = _persisting_l2_reset()
 
 
 AfterCall = Callable[[int, Any], None]
@@ -123,15 +123,15 @@ class Loop:
         # the events but not by the device-wide sync, which the wall clock then exposes.
         self.stream: Any = torch.cuda.current_stream(device) if self.cuda else None
 
-    def _prepare(self, set_index: int) -> None:
+    def prepare(self, set_index: int) -> None:
         self.work = self.works[self._calls % len(self.works)]
         self._calls += 1
         if not self.external:
             for w, src in zip(self.work, self.sets[set_index], strict=True):
                 if isinstance(w, torch.Tensor):
                     _copy(w, src)
-        if self.cuda and _reset_l2 is not None and self.config.reset_persisting_l2:
-            _reset_l2()  # demote persisting lines so the flush below evicts them too
+        if self.cuda and reset_l2 is not None and self.config.reset_persisting_l2:
+            reset_l2()  # demote persisting lines so the flush below evicts them too
         if self.config.flush_l2 and not self.external:
             _zero(self.flush_buf)
         if self.cuda:
@@ -147,7 +147,7 @@ class Loop:
             outs = [_fill(torch.empty_like(o), 1) for o in out_like]
             t0 = _perf_ns()
             outs.clear()
-            self._prepare(i % len(self.sets))
+            self.prepare(i % len(self.sets))
             out.append((_perf_ns() - t0) / 1e3)
         return out
 
@@ -190,7 +190,7 @@ class Loop:
         candidate code): rebinding the module's globals later does not reach them.
         """
         f = self.fn if fn is None else fn
-        self._prepare(set_index)
+        self.prepare(set_index)
         if tick is not None:
             tick()
         if not self.cuda:
