@@ -726,7 +726,7 @@ RELU_SOLUTION = ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu"
 
 
 def test_real_evaluation_caches_its_baselines_in_the_store(tmp_path: Path, build_cache_dir: Path) -> None:
-    """skills.evaluate (cpu backend, real workers) writes its eager baseline through the adapter
+    """skills.evaluator.evaluate (cpu backend, real workers) writes its eager baseline through the adapter
     while the store's writer runs; the result is then stored as an evaluation."""
     import shutil
 

@@ -406,7 +406,7 @@ class Store:
         await self.write(lambda db: upsert_baseline(db, key, entry), f"put_baseline({key.text()})")
 
     def baseline_cache(self) -> BaselineCache:
-        """A sync BaselineCache on this file, for skills.evaluate (see StoreBaselineCache)."""
+        """A sync BaselineCache on this file, for skills.evaluator.evaluate (see StoreBaselineCache)."""
         return StoreBaselineCache(self.path, busy_timeout_s=self.busy_timeout_s)
 
     # -- curriculum and training
@@ -449,7 +449,7 @@ def _check_schema(conn: Conn, path: Path) -> None:
 class StoreBaselineCache:
     """skills.baselines.BaselineCache on a store file, for sync callers.
 
-    The protocol is sync and skills.evaluate calls it on the event loop, so it cannot await the
+    The protocol is sync and skills.evaluator.evaluate calls it on the event loop, so it cannot await the
     writer task. It uses its own short-lived connection per call instead: SQLite serialises it
     with the writer (WAL, busy_timeout), and because the writer runs each transaction whole on a
     worker thread, a put never waits on the event loop it blocks. A put is rare (once per

@@ -1,8 +1,8 @@
 """Baseline timings (eager, torch.compile), cached per (problem, GPU, torch version, precision,
 sizes, timing method).
 
-The store (runtime/store.py) implements the same protocol once it exists; until then, and for
-`kagent eval` without a daemon, a JSON file under the XDG cache directory holds them.
+The store (runtime/store/store.py, StoreBaselineCache) implements the same protocol for kagentd;
+for `kagent eval` without a daemon, a JSON file under the XDG cache directory holds them.
 """
 
 from __future__ import annotations
