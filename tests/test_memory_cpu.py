@@ -222,7 +222,9 @@ def problem(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("name", "model_new", "kernel", "penalised"), [
     ("lean", LEAN_PY, LEAN_CPP, False),
     ("scratch_in_forward", SCRATCH_PY, SCRATCH_CPP, True),
-    ("malloc_in_the_kernel", LEAN_PY, MALLOC_CPP, True),
+    # the 4x malloc'd and freed inside one call (which a sampler between calls would never see),
+    # then the peak reset from inside: one evaluation grades both (a second, without the reset,
+    # cost CI ~30 s and proved nothing this one does not)
     pytest.param("malloc_then_reset_its_own_peak", LEAN_PY, RESET_CPP, True,
                  marks=pytest.mark.skipif(not X86_64, reason="the cheat's raw system calls are x86-64's")),
 ])
