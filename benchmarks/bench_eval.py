@@ -42,7 +42,7 @@ from skills.evaluator.build import BuildConfig  # noqa: E402
 from skills.evaluator.config import EvalConfig  # noqa: E402
 from skills.evaluator.evaluate import build_workspace, evaluate  # noqa: E402
 from skills.evaluator.pool import WarmPool  # noqa: E402
-from skills.evaluator.results import EvalResult, Mode  # noqa: E402
+from skills.evaluator.results import EvalResult, Mode, larger_baseline_bytes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,7 +100,7 @@ def _memory_row(r: EvalResult) -> dict[str, Any]:
     def mib(b: float | None) -> float | None:
         return None if b is None else round(b / 2**20, 1)
 
-    base = max((b for b in (m.eager_bytes, m.compile_bytes) if b is not None), default=None) if m else None
+    base = larger_baseline_bytes(m.eager_bytes, m.compile_bytes) if m else None
     used = m.candidate_call_bytes if m else None
     return {"problem": r.problem, "correct": r.correct, "candidate_mib": mib(used),
             "eager_mib": mib(m.eager_bytes if m else None), "compile_mib": mib(m.compile_bytes if m else None),

@@ -27,6 +27,7 @@ import msgspec
 import numpy as np
 
 from runtime.bench_rows import BenchRow
+from skills.evaluator.results import larger_baseline_bytes as larger_of
 
 Baseline = Literal["eager", "compile"]
 FAST_P = (1.0, 1.5, 2.0)
@@ -94,9 +95,8 @@ def ks_for(attempts: int) -> list[int]:
 
 
 def larger_baseline_bytes(row: BenchRow) -> int | None:
-    """The larger of the baselines' footprints (eager, torch.compile: whichever were measured)."""
-    bases = [b for b in (row.eager_bytes, row.compile_bytes) if b is not None]
-    return max(bases) if bases else None
+    """The larger of the row's baselines' footprints (eager, torch.compile: whichever were measured)."""
+    return larger_of(row.eager_bytes, row.compile_bytes)
 
 
 def memory_ratio(row: BenchRow) -> float | None:

@@ -211,6 +211,13 @@ class MemoryUse(msgspec.Struct):
     evaluation's settings (skills.evaluator.reward.memory_limit; None: no baseline's footprint measured)."""
 
 
+def larger_baseline_bytes(eager: int | None, compile_: int | None) -> int | None:
+    """The larger of the baselines' footprints (eager, torch.compile: whichever were measured), the
+    one the composite reward's memory limit and every memory ratio are taken against."""
+    bases = [b for b in (eager, compile_) if b is not None]
+    return max(bases) if bases else None
+
+
 class EvalResult(msgspec.Struct):
     """The outcome of one evaluation of a workspace: the reward signal and its evidence."""
 

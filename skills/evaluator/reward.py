@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from skills.evaluator.results import EvalResult
+from skills.evaluator.results import EvalResult, larger_baseline_bytes
 
 RewardFn = Callable[[EvalResult], float]
 
@@ -111,11 +111,11 @@ def memory_limit(result: EvalResult, config: CompositeConfig = DEFAULT_COMPOSITE
     """Bytes ModelNew's footprint may reach unpenalised: memory_factor x the larger baseline's
     footprint + the backend's slack (None when no baseline's footprint was measured)."""
     m = result.memory
-    bases = [b for b in ((m.eager_bytes, m.compile_bytes) if m is not None else ()) if b is not None]
-    if not bases:
+    base = larger_baseline_bytes(m.eager_bytes, m.compile_bytes) if m is not None else None
+    if base is None:
         return None
     slack = config.memory_slack_cuda_mib if result.backend == "cuda" else config.memory_slack_cpu_mib
-    return config.memory_factor * max(bases) + slack * MIB
+    return config.memory_factor * base + slack * MIB
 
 
 def over_memory(result: EvalResult, config: CompositeConfig = DEFAULT_COMPOSITE) -> bool:
