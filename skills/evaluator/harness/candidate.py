@@ -208,7 +208,7 @@ class Candidate:
                 flags += rec.flags()
             outs = as_outputs(out, "ModelNew")
         except Exception as exc:
-            raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
+            raise self._forward_failed(stage, exc) from None
         if call.lead and loop.lead_cycles:
             g.leads.append(loop.last_lead_us)
             if len(g.leads) == LEAD_CORRECTION_CALLS:
@@ -222,11 +222,14 @@ class Candidate:
             try:
                 flags += _profiled_ops(loop, 1)
             except Exception as exc:
-                raise CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace)) from None
+                raise self._forward_failed(stage, exc) from None
         if self.device.type == "cuda":
             timing.sync()
         return P.Called(seq=call.seq, event_us=ev, wall_us=wall, lead_us=loop.last_lead_us if call.lead else 0.0,
                         outputs=metas, flags=dedupe_flags(flags))
+
+    def _forward_failed(self, stage: str, exc: BaseException) -> CandidateError:
+        return CandidateError(stage, "ModelNew.forward failed:\n" + _candidate_traceback(exc, self.start.workspace))
 
     def _profile(self, loop: timing.Loop, calls: int) -> tuple[float | None, list[Flag]]:
         """Kernel time per call and launch accounting from the profiler (cuda only)."""

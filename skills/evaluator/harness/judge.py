@@ -90,8 +90,9 @@ def set_seed(seed: int, index: int) -> None:
 
 SAMPLE = 1 << 20
 """Elements of each output the degeneracy test reads (all of them below this)."""
-RANDOM_SEEDS = (-4, -5)
-"""derive_seed indices of the two RNG states the Model is run from to tell a random forward."""
+RANDOM_SEED = -4
+"""derive_seed index of the RNG state the Model is run again from (beside set 0's reference) to
+tell a random forward."""
 RANDOM_RTOL = 1e-3
 """Two runs of a Model differing by more than this share of its output's RMS draw random numbers."""
 SAMPLE_SEED = -1000
@@ -255,11 +256,14 @@ class Judge:
     def _write_init(self, name: str, init_inputs: list[Any], state: dict[str, Any]) -> None:
         torch.save({"init_inputs": init_inputs, "state_dict": state}, self.exchange / name)
 
-    def _references(self, model: Any, model64: Any, inputs: list[Any]) -> list[Reference]:
+    def _references(self, model: Any, model64: Any, inputs: list[Any], random_check: bool = False) -> list[Reference]:
         """The outputs under the precision policy and in fp64 (in batch slices where the whole fp64
-        forward does not fit: `sliced`)."""
+        forward does not fit: `sliced`); `random_check` (set 0): first refuse a forward that draws
+        random numbers (`_refuse_random`)."""
         with torch.no_grad():
             r = as_outputs(model(*inputs), "Model")
+            if random_check:
+                self._refuse_random(model, inputs, r)
             if self.sliced:
                 try:
                     return self._sliced_references(model64, inputs, r)
@@ -274,7 +278,7 @@ class Judge:
         rows than b (`_separable`, checked once on this set). An output of its own each: a problem
         with k outputs runs its fp64 forward k times."""
         rows = batch_rows(inputs, r)
-        if rows is None or not self._separable(model64, inputs, r):
+        if rows is None or not self._separable(model64, inputs, rows):
             raise ProblemRefused(self._why_big + "; and its fp64 reference cannot be computed in batch slices"
                                  " (an output's rows depend on other input rows than their own)")
         step = slice_rows(inputs, r)
@@ -292,13 +296,12 @@ class Judge:
         return to_device([a[lo:hi] if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] == rows else a
                           for a in inputs], self.device, double=True)
 
-    def _separable(self, model64: Any, inputs: list[Any], r: list[Any]) -> bool:
+    def _separable(self, model64: Any, inputs: list[Any], rows: int) -> bool:
         """Row b of each output depends on row b of the inputs alone: the fp64 forward of the first
         2m rows agrees with those of rows [0, m) and [m, 2m) run apart (m <= 4; decided once).
         Catches a batch statistic (training-mode BatchNorm, a mean over the batch, a loss) and a
         dependence on one row (x / x[0].sum()): the second half lacks that row."""
         if self._separable_seen is None:
-            rows = batch_rows(inputs, r) or 0
             m = min(4, rows // 2)
             ok = m >= 1
             if ok:
@@ -333,11 +336,8 @@ class Judge:
             # milliseconds instead of the CPU's seconds (same distributions, different stream).
             with parts("draw"):
                 dev_inputs = self._draw(k)
-            if k == 0:
-                with parts("degeneracy"):
-                    self._refuse_random(dev_inputs)
             with parts("references"):
-                refs = self._references(self.model, self.model64, dev_inputs)
+                refs = self._references(self.model, self.model64, dev_inputs, random_check=k == 0)
             with parts("degeneracy"):
                 self.samples.append([_sample(ref, self._sample_at(i, ref)) for i, ref in enumerate(refs)])
             if k < self.hold:
@@ -437,20 +437,16 @@ class Judge:
                 raise ProblemRefused(f"output {i} is (nearly) the same for different inputs: it does not depend"
                                      " on them enough to grade (one set's answer, or the sets' mean, returned for every set passes)")
 
-    def _refuse_random(self, inputs: list[Any]) -> None:
+    def _refuse_random(self, model: Any, inputs: list[Any], r: list[Any]) -> None:
         """A problem whose forward draws random numbers (`torch.randn` for a missing state, dropout
-        in training mode) has no one right answer for its inputs: its Model run twice from two RNG
-        states disagrees by far more than any nondeterministic kernel's reordering (RANDOM_RTOL of
-        the output's RMS; atomics differ by ~1e-7 of it), and it is refused (KernelBench's
-        level3/35_LSTM draws h0 and c0 in forward). The candidate's RNG is its own, so no seed
-        could make its draws the judge's."""
-        draws = []
-        for seed in (RANDOM_SEEDS[0], RANDOM_SEEDS[1]):
-            set_seed(self.start.seed, seed)
-            with torch.no_grad():
-                draws.append(as_outputs(self.model(*inputs), "Model"))
-        set_seed(self.start.seed, -1)
-        for i, (a, b) in enumerate(zip(*draws, strict=True)):
+        in training mode) has no one right answer for its inputs: its Model run again from another
+        RNG state than `r`'s disagrees with `r` by far more than any nondeterministic kernel's
+        reordering (RANDOM_RTOL of the output's RMS; atomics differ by ~1e-7 of it), and it is
+        refused (KernelBench's level3/35_LSTM draws h0 and c0 in forward). The candidate's RNG is
+        its own, so no seed could make its draws the judge's."""
+        set_seed(self.start.seed, RANDOM_SEED)
+        again = as_outputs(model(*inputs), "Model")
+        for i, (a, b) in enumerate(zip(r, again, strict=True)):
             if not isinstance(a, torch.Tensor) or not a.is_floating_point() or a.shape != b.shape or not a.numel():
                 continue
             rms = worst = 0.0
@@ -465,7 +461,7 @@ class Judge:
                 raise ProblemRefused(f"output {i} differs between two runs of the Model on the same inputs (by up to"
                                      f" {worst:.3g}, RMS {rms:.3g}): its forward draws random numbers (torch.randn,"
                                      " dropout in training mode), so no answer can be checked against it")
-        del draws
+        del again
 
     def _constant_passes(self, i: int) -> bool:
         """Set 0's output i, returned for every other set, passes their comparisons."""
