@@ -57,6 +57,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
@@ -226,14 +227,60 @@ def _seq(parts: list[torch.Tensor], how: str) -> torch.Tensor:
     return acc
 
 
+LONG = 8192
+"""Reductions longer than this are summed without a Python loop per element (one loop step per
+element made a whole-tensor sum over millions of elements run for minutes)."""
+
+
+SEQ_LIMIT = 1 << 18
+"""Longest left-to-right sum `seq` and `blocked` stand for: past it the worst-case error bound
+n·u (u = 2^-24) passes 1.6% and a sum of same-signed terms really loses digits to stagnation (KernelBench-
+size mse_loss, 2^26 terms: 6.75e6x the reference's error on the CPU), so it is not an fp32-accurate
+algorithm and the candidate is n/a there; the issue's example row sum (65,536 terms) is inside."""
+
+
 def _reduce_last(x: torch.Tensor, how: str) -> torch.Tensor:
     """Sum over the last dim of fp32 `x` in the order `how` names."""
     n = x.shape[-1]
     if n == 0:
         return x.sum(-1)
+    if how in ("seq", "blocked") and -(-n // (BLOCK if how == "blocked" else 1)) > SEQ_LIMIT:
+        terms = -(-n // (BLOCK if how == "blocked" else 1))
+        raise Skip(f"a left-to-right fp32 sum of {terms} terms (error bound {terms}·u = {terms * 2.0 ** -24:.2g} "
+                   f"of the magnitude sum: the running sum stagnates); no accurate kernel sums that way")
     if how == "blocked":
+        if n > LONG * BLOCK:  # the partials themselves are a long row: add them the same way
+            return _reduce_last(_block_sums(x), "seq")
         return _seq([x[..., i:i + BLOCK].sum(-1) for i in range(0, n, BLOCK)], "seq")
+    if n > LONG:
+        return _reduce_long(x, how)
     return _seq([x[..., i] for i in range(n)], how)
+
+
+def _block_sums(x: torch.Tensor) -> torch.Tensor:
+    """torch's sums of consecutive BLOCK-long pieces of the last dim (the last piece zero-padded)."""
+    pad = (-x.shape[-1]) % BLOCK
+    return torch.nn.functional.pad(x, (0, pad)).unflatten(-1, (-1, BLOCK)).sum(-1)
+
+
+def _reduce_long(x: torch.Tensor, how: str) -> torch.Tensor:
+    """The same orders over a long last dim, vectorised: `seq` by numpy's running fp32 sum (add.accumulate
+    is left to right by definition), `pairwise` as a tree over the zero-padded row (adding 0.0 is exact),
+    `kahan` compensated within √n-long pieces, then compensated across them."""
+    n = x.shape[-1]
+    if how == "seq":
+        arr = x.detach().cpu().numpy()
+        return torch.from_numpy(np.add.accumulate(arr, axis=-1, dtype=np.float32)[..., -1].copy()).to(x.device)
+    if how == "pairwise":
+        width = 1 << (n - 1).bit_length()
+        y = torch.nn.functional.pad(x, (0, width - n))
+        while y.shape[-1] > 1:
+            y = y[..., 0::2] + y[..., 1::2]
+        return y[..., 0]
+    piece = math.isqrt(n) + 1
+    y = torch.nn.functional.pad(x, (0, (-n) % piece)).unflatten(-1, (-1, piece))
+    inner = _seq([y[..., i] for i in range(piece)], how)
+    return _seq([inner[..., j] for j in range(inner.shape[-1])], how)
 
 
 def _sum_dims(x: torch.Tensor, dim: Any, keepdim: bool, how: str) -> torch.Tensor:

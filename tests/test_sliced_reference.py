@@ -219,3 +219,44 @@ def test_the_fp64_forward_makes_its_own_tensors_in_fp64() -> None:
     assert torch.get_default_dtype() == torch.float32
     assert ref.finite and ref._d is not None
     assert ref.e_ref_norm < 1e-4 * ref.scale * math.sqrt(ref.r.numel()), (ref.e_ref_norm, ref.scale)
+
+
+class LambdaBlock(torch.nn.Module):
+    """KernelBench level3/44's shape: forward calls a lambda closed over the model's own submodule,
+    and a random non-persistent buffer that only __init__ makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+        fc = self.fc
+        self.f = lambda x: torch.relu(fc(x))
+        self.register_buffer("noise", torch.rand(8), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.f(x) + self.noise
+        return out
+
+
+def test_the_fp64_twin_runs_its_own_layers() -> None:
+    """The judge's fp64 model is a second Model from the same generator state, loaded with the same
+    state dict: a deepcopy shares the lambda, whose fp32 layer then meets fp64 inputs (on the H200:
+    'mat1 and mat2 must have the same dtype, but got Double and Float'). The twin matches the model
+    (buffers drawn in __init__ included), and the generator ends where one construction leaves it."""
+    import copy
+    from types import SimpleNamespace
+
+    torch.manual_seed(0)
+    deep = copy.deepcopy(LambdaBlock()).double()
+    with pytest.raises(RuntimeError, match="dtype"):  # what the deepcopy did
+        deep(torch.rand(2, 8, dtype=torch.float64))
+    j = judge_for(None)
+    torch.manual_seed(1)
+    model, twin, state = j._models(SimpleNamespace(Model=LambdaBlock), [])  # type: ignore[arg-type]
+    after = torch.rand(1)
+    torch.manual_seed(1)
+    LambdaBlock()
+    assert torch.equal(after, torch.rand(1))
+    assert set(state) == {"fc.weight", "fc.bias"}
+    assert torch.equal(twin.noise, model.noise.double()) and twin.fc.weight.dtype == torch.float64
+    x = torch.rand(3, 8)
+    assert torch.allclose(twin(x.double()), model(x).double(), atol=1e-6)

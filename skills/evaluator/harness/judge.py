@@ -12,7 +12,6 @@ Run as `python -m skills.evaluator.harness.judge` with the protocol on stdin/std
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 import os
 import random
@@ -247,11 +246,21 @@ class Judge:
 
     def _models(self, loaded: LoadedProblem, init_inputs: list[Any]) -> tuple[Any, Any, dict[str, Any]]:
         """Model(*init_inputs), initialised from torch's generator as the caller seeded it: on the
-        device, its fp64 copy, and its initial state dict (what the candidate loads)."""
+        device, its fp64 twin, and its initial state dict (what the candidate loads).
+
+        The twin is a second Model built from the same generator state and loaded with the same
+        state dict, not a deepcopy: deepcopy shares what it cannot copy, so a model whose forward
+        calls a lambda closed over its own submodule (KernelBench level3/44's `self.mlpf`) ran its
+        fp64 copy through the fp32 original's layers ("mat1 and mat2 must have the same dtype")."""
+        rng = torch.random.get_rng_state()
         model = loaded.Model(*init_inputs)
+        after = torch.random.get_rng_state()
         state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        model = model.to(self.device)
-        return model, copy.deepcopy(model).double(), state
+        torch.random.set_rng_state(rng)
+        twin = loaded.Model(*init_inputs)
+        torch.random.set_rng_state(after)
+        twin.load_state_dict(state)
+        return model.to(self.device), twin.to(self.device).double(), state
 
     def _write_init(self, name: str, init_inputs: list[Any], state: dict[str, Any]) -> None:
         torch.save({"init_inputs": init_inputs, "state_dict": state}, self.exchange / name)
