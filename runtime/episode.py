@@ -38,7 +38,7 @@ from runtime.episode_support import (
     untouched,
     untouched_result,
 )
-from runtime.policy import ContextFull, Generation, Policy, PolicyError
+from runtime.policy import ContextFull, EpisodePolicy, Generation, PolicyError
 from runtime.settings import EpisodeLimits as EpisodeLimits  # re-exported: its old home
 from runtime.store import (
     GRADED,
@@ -46,9 +46,9 @@ from runtime.store import (
     Message,
     Origin,
     ProblemRow,
-    Store,
     ToolCallRow,
     ToolCallSpec,
+    TrajectoryStore,
     TurnRow,
     problem_path,
 )
@@ -134,7 +134,7 @@ OnEvent = Callable[[EpisodeEvent], Awaitable[None]]
 class Episode:
     """An agent working one problem in one workspace."""
 
-    def __init__(self, *, store: Store, policy: Policy, problem: ProblemRow, source: str, workspace: Workspace,
+    def __init__(self, *, store: TrajectoryStore, policy: EpisodePolicy, problem: ProblemRow, source: str, workspace: Workspace,
                  evaluator: Evaluator, limits: EpisodeLimits, origin: Origin = "rollout",
                  on_event: OnEvent | None = None, tools: list[str] | None = None,
                  rerun_of: int | None = None, stopping: anyio.Event | None = None,
@@ -321,7 +321,7 @@ class Episode:
                                                 EpisodeEvent))
 
 
-async def run_episode(*, store: Store, policy: Policy, problem: ProblemRow, source: str,
+async def run_episode(*, store: TrajectoryStore, policy: EpisodePolicy, problem: ProblemRow, source: str,
                       make_evaluator: Callable[[Path], Evaluator], limits: EpisodeLimits,
                       workspace: WorkspaceConfig, origin: Origin = "rollout", on_event: OnEvent | None = None,
                       tools: list[str] | None = None, rerun_of: int | None = None,

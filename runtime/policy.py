@@ -114,21 +114,26 @@ class Conversation:
         return f"call_{self.turns}_{next(self._ids)}"
 
 
-class Policy(Protocol):
-    """What the episode loop needs from a policy."""
+class EpisodePolicy(Protocol):
+    """What the episode loop (runtime/episode.py) calls on a policy client."""
 
     @property
     def version(self) -> int | None: ...
-
-    @property
-    def model(self) -> str: ...
-
-    def set_version(self, version: int, model: str | None = None) -> None: ...
 
     def conversation(self, messages: list[Message], tools: list[dict[str, Any]], *,
                      max_context_tokens: int) -> Conversation: ...
 
     async def generate(self, conv: Conversation) -> Generation: ...
+
+
+class Policy(EpisodePolicy, Protocol):
+    """A policy client as the daemon holds it: the loop's calls, and the scheduler's and hot-loader's
+    (the model name, a new version, a health check, closing)."""
+
+    @property
+    def model(self) -> str: ...
+
+    def set_version(self, version: int, model: str | None = None) -> None: ...
 
     async def check(self) -> None: ...
 
