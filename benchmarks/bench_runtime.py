@@ -40,10 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import environment, table, write_result  # noqa: E402
-from runtime.episode import EpisodeLimits  # noqa: E402
 from runtime.kagentd_cli import free_port  # noqa: E402
-from runtime.policy import PolicyConfig, make_policy  # noqa: E402
-from runtime.scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from runtime.policy import make_policy  # noqa: E402
+from runtime.scheduler import Scheduler  # noqa: E402
+from runtime.settings import EpisodeLimits, PolicyConfig, SchedulerConfig  # noqa: E402
 from runtime.store import Store, TurnRow  # noqa: E402
 from skills.base import SkillContext, SkillResult, register  # noqa: E402
 from skills.eval_skills import NoArgs  # noqa: E402

@@ -27,19 +27,9 @@ from typing import Literal
 import anyio
 import msgspec
 
-from runtime.episode_support import (
-    MALFORMED_HINT,
-    NO_TOOL_CALL,
-    Best,
-    opening_messages,
-    passed,
-    read_files,
-    speedup,
-    untouched,
-    untouched_result,
-)
 from runtime.policy import ContextFull, EpisodePolicy, Generation, PolicyError
-from runtime.settings import EpisodeLimits as EpisodeLimits  # re-exported: its old home
+from runtime.prompts import MALFORMED_HINT, NO_TOOL_CALL, opening_messages
+from runtime.settings import EpisodeLimits
 from runtime.store import (
     GRADED,
     EpisodeStatus,
@@ -54,9 +44,11 @@ from runtime.store import (
 )
 from skills.ab import typical, workspace_evaluations
 from skills.base import SkillContext, SkillResult, call_skill, decode_args, get_skill, tool_schemas
+from skills.evaluator import reward
 from skills.evaluator.api import Evaluator
 from skills.evaluator.results import EvalResult, Speedup
-from skills.workspace import Workspace, WorkspaceConfig
+from skills.evaluator.state import untouched_result
+from skills.workspace import MODEL, Workspace, WorkspaceConfig
 
 log = logging.getLogger("kagent.episode")
 
@@ -126,6 +118,45 @@ class EpisodeEnd(Exception):
         super().__init__(detail or status)
         self.status: EpisodeStatus = status
         self.detail = detail
+
+
+def passed(result: EvalResult) -> bool:
+    """Compiled, correct and no check fired."""
+    return not reward.failed(result)
+
+
+def read_files(ws: Workspace) -> dict[str, str]:
+    """model_new.py and kernels/* as text (the agent's solution)."""
+    return {rel: ws.read_text(rel) for rel, _ in ws.list() if rel != MODEL}
+
+
+def speedup(result: EvalResult | None, baseline: str) -> float | None:
+    return reward.speedup(result, baseline) if result is not None else None
+
+
+class Best(msgspec.Struct, kw_only=True):
+    """The best verified solution seen so far in an episode."""
+
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+    """The solution's files (empty: nothing verified yet)."""
+    evaluation: EvalResult | None = None
+    """The evaluation that verified it."""
+
+    def offer(self, result: EvalResult, files: dict[str, str]) -> None:
+        """Keep `files` if `result` passed and is at least as fast as the current best (a passed
+        final evaluation always wins: it graded the workspace as submitted)."""
+        if not passed(result):
+            return
+        if result.mode == "final":
+            self.files, self.evaluation = files, result
+            return
+        rank = speedup(result, "eager") or 0.0
+        if self.evaluation is None or rank >= (speedup(self.evaluation, "eager") or 0.0):
+            self.files, self.evaluation = files, result
+
+    @property
+    def speedups(self) -> list[Speedup]:
+        return list(self.evaluation.speedups) if self.evaluation is not None else []
 
 
 OnEvent = Callable[[EpisodeEvent], Awaitable[None]]
@@ -281,9 +312,9 @@ class Episode:
 
     async def grade(self) -> EvalResult:
         """The final evaluation of the workspace as it is now (stored with the episode)."""
-        cfg = self.evaluator.config
-        if await anyio.to_thread.run_sync(untouched, self.workspace):
-            result = untouched_result(self.problem, cfg.backend, cfg.reward_fn)
+        if await anyio.to_thread.run_sync(self.workspace.untouched):
+            result = untouched_result(self.evaluator.config, problem=self.problem.name, problem_id=self.problem.id,
+                                      precision=self.problem.precision)
         else:
             await self.emit("evaluation", "final evaluation running")
             result = await self.evaluator.evaluate(self.workspace.path, "final")

@@ -28,9 +28,7 @@ import httpx
 import msgspec
 import openai
 
-from runtime.settings import PolicyConfig as PolicyConfig  # re-exported: its old home
-from runtime.settings import TokenMode as TokenMode
-from runtime.settings import server_root
+from runtime.settings import PolicyConfig, TokenMode, server_root
 from runtime.store import Message, ToolCallSpec
 from runtime.tokens import (
     HFRenderer,

@@ -34,7 +34,6 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, get_args
 
@@ -60,6 +59,7 @@ from skills.evaluator.ncu import NcuReport
 from skills.evaluator.pool import WarmPool
 from skills.evaluator.problem import source_id
 from skills.evaluator.results import EvalResult, Mode, Precision, StageTimes
+from skills.evaluator.state import torch_version
 from skills.local_evaluator import LocalEvaluator
 from skills.workspace import Workspace
 
@@ -79,13 +79,6 @@ def lost_errors() -> tuple[type[BaseException], ...]:
     from ray import exceptions as e
 
     return (e.RayActorError, e.ObjectLostError, e.NodeDiedError, e.WorkerCrashedError)
-
-
-def torch_version() -> str:
-    try:
-        return version("torch")
-    except PackageNotFoundError:
-        return ""
 
 
 class ActorInfo(msgspec.Struct, kw_only=True, frozen=True):

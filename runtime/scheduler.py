@@ -50,8 +50,7 @@ from runtime.episode import EpisodeEvent, EpisodeOutcome, run_episode
 from runtime.executor import ActorState, make_executor
 from runtime.policy import Policy, PolicyError
 from runtime.problem_check import ProblemRejected, check_problem
-from runtime.settings import RayConfig
-from runtime.settings import SchedulerConfig as SchedulerConfig  # re-exported: its old home
+from runtime.settings import RayConfig, SchedulerConfig
 from runtime.slots import EvalSlots
 from runtime.store import Origin, ProblemRow, Store
 from skills import load_skills

@@ -1,8 +1,7 @@
 """The settings Structs of the runtime's components, in a module that imports no torch, openai
 or skills worker code, so that `runtime.config` (and with it `kagentd status`/`stop` and the
-`kagent episodes` commands) loads fast. The components re-export them under their old names:
-`runtime.policy.PolicyConfig`, `runtime.episode.EpisodeLimits`,
-`runtime.scheduler.SchedulerConfig`. tests/test_light_imports.py keeps this module torch-free.
+`kagent episodes` commands) loads fast. This is their one home: everything imports them from here.
+tests/system/test_light_imports.py keeps this module torch-free.
 """
 
 from __future__ import annotations

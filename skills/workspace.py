@@ -264,6 +264,12 @@ class Workspace:
                 files.append((MODEL, st.st_size))
         return sorted(files)
 
+    def untouched(self) -> bool:
+        """model_new.py is still the template and kernels/ holds nothing: the agent wrote nothing."""
+        if [rel for rel, _ in self.list() if rel != MODEL] != [MODEL_NEW]:
+            return False
+        return self.read_text(MODEL_NEW) == MODEL_NEW_TEMPLATE
+
     def snapshot(self, dest: Path) -> Workspace:
         """Copy model.py, model_new.py and kernels/ (regular files only) into an empty `dest`."""
         dest = Path(dest)

@@ -20,7 +20,7 @@ class Evaluator(Protocol):
     """Grades workspaces against one problem; shared by the skills of one episode."""
 
     config: EvalConfig
-    """How its evaluations run (the episode reads the backend and the reward function from it)."""
+    """How its evaluations run (the episode reads the backend from it, and grades an untouched workspace with it)."""
 
     async def compile(self, workspace: Path) -> BuildResult | None:
         """Build the workspace's kernels/; None when it holds no sources (model_new.py builds its own)."""

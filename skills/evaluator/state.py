@@ -7,6 +7,7 @@ import statistics
 import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from skills.evaluator.config import TORCH_RULE_FLAGS, EvalConfig
@@ -117,9 +118,38 @@ def finish(state: EvalState) -> EvalResult:
         limit = memory_limit(result, cfg.composite)
         result.memory.limit_bytes = int(limit) if limit is not None else None
     if state.mode == "final" and state.environment_fault is None and not (state.error and state.stage == "problem"):
-        result.reward = get_reward_fn(cfg.reward_fn, cfg.composite)(result)
-        result.reward_fn = cfg.reward_fn
+        grade(result, cfg)
     return result
+
+
+def grade(result: EvalResult, cfg: EvalConfig) -> None:
+    """Set the final evaluation's reward under the config's reward function: every reward is set here."""
+    result.reward = get_reward_fn(cfg.reward_fn, cfg.composite)(result)
+    result.reward_fn = cfg.reward_fn
+
+
+_PRECISIONS: dict[str, Precision] = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16"}
+
+
+def untouched_result(cfg: EvalConfig, *, problem: str, problem_id: str, precision: str | None) -> EvalResult:
+    """The final evaluation of a workspace the agent never touched (`Workspace.untouched`), decided
+    without starting workers: nothing was written, so it fails at the load stage."""
+    result = EvalResult(
+        problem=problem, problem_id=problem_id, backend=cfg.backend, mode="final", compiled=True,
+        correct=False, stage="load", error="model_new.py is still the template: nothing was written",
+        build=None, sets=[], flags=[], candidate=None, eager=None, compiled_baseline=None, speedups=[],
+        reward=None, reward_fn=None, precision=_PRECISIONS.get(precision or "", "fp32"), gpu=None,
+        torch_version=torch_version(), stages=StageTimes(total=0.0), log="")
+    grade(result, cfg)
+    return result
+
+
+def torch_version() -> str:
+    """This process's torch version, read from its installed metadata (torch itself is not imported here)."""
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return ""
 
 
 def memory_use(state: EvalState) -> MemoryUse | None:

@@ -16,10 +16,11 @@ import anyio
 import httpx
 import pytest
 
-from runtime.episode import EpisodeEvent, EpisodeLimits, EpisodeOutcome, run_episode
-from runtime.episode_support import opening_messages
+from runtime.episode import EpisodeEvent, EpisodeOutcome, run_episode
 from runtime.fakes.scripted import decode, encode, logprob, render, scripted_server
-from runtime.policy import PolicyConfig, make_policy
+from runtime.policy import make_policy
+from runtime.prompts import opening_messages
+from runtime.settings import EpisodeLimits, PolicyConfig
 from runtime.store import EpisodeDetail, ProblemRow, Store
 from skills import load_skills
 from skills.base import tool_schemas

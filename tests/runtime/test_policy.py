@@ -24,7 +24,8 @@ import httpx
 import pytest
 
 from runtime.fakes.scripted import encode, logprob, render, scripted_server
-from runtime.policy import ContextFull, OpenAIPolicy, Policy, PolicyConfig, PolicyError, make_policy
+from runtime.policy import ContextFull, OpenAIPolicy, Policy, PolicyError, make_policy
+from runtime.settings import PolicyConfig
 from runtime.store import Message
 from runtime.tokens import get_tool_parser, parse_hermes
 

@@ -21,8 +21,9 @@ import anyio
 import pytest
 
 from runtime.fakes.scripted import scripted_server
-from runtime.policy import PolicyConfig, make_policy
-from runtime.scheduler import Scheduler, SchedulerConfig
+from runtime.policy import make_policy
+from runtime.scheduler import Scheduler
+from runtime.settings import PolicyConfig, SchedulerConfig
 from runtime.store import ProblemRow, Store, StoreError
 from runtime.store.sql import migrations, statements
 from tests.runtime.test_scheduler import LIST, ROOT, sched_config, until

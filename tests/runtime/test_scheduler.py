@@ -20,10 +20,10 @@ import anyio
 import pytest
 
 from runtime.curriculum_source import StoreCurriculum, scan_problems
-from runtime.episode import EpisodeLimits
 from runtime.fakes.scripted import scripted_server
-from runtime.policy import Policy, PolicyConfig, make_policy
-from runtime.scheduler import Draining, Scheduler, SchedulerConfig, SchedulerStatus
+from runtime.policy import Policy, make_policy
+from runtime.scheduler import Draining, Scheduler, SchedulerStatus
+from runtime.settings import EpisodeLimits, PolicyConfig, SchedulerConfig
 from runtime.store import CurriculumRow, EpisodeRow, Store
 from skills.evaluator.build import BuildConfig
 from skills.evaluator.config import EvalConfig

@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 import skills.files as files
-from runtime.episode_support import cores, opening_messages, skill_prompt
+from runtime.prompts import cores, opening_messages, skill_prompt
 from runtime.store import ProblemRow, Store, TurnRow
 from runtime.transcript import header
 from skills import load_skills
@@ -208,7 +208,7 @@ def test_profile_on_the_template_times_the_baselines_alone(tmp_path: Path, build
 def test_token_counts_agree_without_token_ids(tmp_path: Path) -> None:
     """A chat server that reports usage but no token ids: the view and `episodes show` both give
     its counts (schema 3 had NULL in the view and 0 prompt tokens in the transcript)."""
-    from runtime.episode import EpisodeLimits
+    from runtime.settings import EpisodeLimits
 
     run = episode(tmp_path, [LIST], loop=True, token_ids=False, limits=EpisodeLimits(max_turns=2))
     assert all(t.completion_ids is None and t.prompt_tokens for t in run.detail.turns)

@@ -55,15 +55,6 @@ def test_the_probe_sees_torch_where_it_is_imported() -> None:
     assert heavy == ["openai", "torch"], out
 
 
-def test_the_old_names_still_resolve_to_the_settings_structs() -> None:
-    from runtime import episode, policy, scheduler, settings
-
-    assert policy.PolicyConfig is settings.PolicyConfig and policy.TokenMode is settings.TokenMode
-    assert episode.EpisodeLimits is settings.EpisodeLimits
-    assert scheduler.SchedulerConfig is settings.SchedulerConfig
-    assert scheduler.SchedulerConfig().limits == settings.EpisodeLimits()
-
-
 COMMANDS = """
 import io, json, os, threading
 from contextlib import redirect_stderr, redirect_stdout

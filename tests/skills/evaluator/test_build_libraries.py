@@ -322,7 +322,7 @@ def _bind_cuda(result: BuildResult) -> None:
 
 def skill_examples() -> dict[str, str]:
     """The library examples of the cuda SKILL.md, by the function they export."""
-    from runtime.episode_support import skill_prompt
+    from runtime.prompts import skill_prompt
 
     blocks = re.findall(r"```cuda\n(.*?)```", skill_prompt("cuda"), re.S)
     found = {}
@@ -335,7 +335,7 @@ def skill_examples() -> dict[str, str]:
 
 
 def test_skill_md_type_lists_match_the_build() -> None:
-    from runtime.episode_support import skill_prompt
+    from runtime.prompts import skill_prompt
 
     abi = " ".join((Path(__file__).resolve().parents[3] / "docs" / "kernel-abi.md").read_text().split())
     for backend, text in (("cuda", skill_prompt("cuda")), ("cpu", skill_prompt("cpu")), ("cuda", abi)):

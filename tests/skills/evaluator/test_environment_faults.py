@@ -11,9 +11,10 @@ from pathlib import Path
 
 import anyio
 
-from runtime.episode import EpisodeLimits, run_episode
+from runtime.episode import run_episode
 from runtime.fakes.scripted import scripted_server
-from runtime.policy import PolicyConfig, make_policy
+from runtime.policy import make_policy
+from runtime.settings import EpisodeLimits, PolicyConfig
 from runtime.store import ProblemRow, Store
 from skills import load_skills
 from skills.evaluator.build import BuildConfig
