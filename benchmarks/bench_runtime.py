@@ -137,7 +137,7 @@ async def overhead(a: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     proc, url = start_server([{"content": "", "tool_calls": [{"name": "noop"}]}], tmp, "--loop")
     try:
         policy = make_policy(PolicyConfig(base_url=url, max_tokens=256))
-        cfg = SchedulerConfig(backend="cpu", warm_workers=False, rollouts=True, max_in_flight=a.in_flight,
+        cfg = SchedulerConfig(warm_workers=False, rollouts=True, max_in_flight=a.in_flight,
                               problems_dir=str(ROOT / "problems"), workspace_root=str(tmp / "ws"), tools=["noop"],
                               limits=EpisodeLimits(max_turns=a.turns), eval=EvalConfig(backend="cpu"), seed=0)
         async with Store.open(tmp / "bench.db") as store:
@@ -171,10 +171,10 @@ async def gpu_busy(a: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     proc, url = start_server(gpu_script(a.profiles, a.backend), tmp)
     try:
         policy = make_policy(PolicyConfig(base_url=url, max_tokens=8192))
-        cfg = SchedulerConfig(backend=a.backend, gpu_slots=a.gpu_slots, warm_workers=True, rollouts=True,
+        cfg = SchedulerConfig(gpu_slots=a.gpu_slots, warm_workers=True, rollouts=True,
                               max_in_flight=a.in_flight, problems_dir=str(tmp / "problems"),
                               workspace_root=str(tmp / "ws"), limits=EpisodeLimits(max_turns=a.profiles + 4), seed=0,
-                              eval=EvalConfig(baselines=a.baselines.split(",")))
+                              eval=EvalConfig(backend=a.backend, baselines=a.baselines.split(",")))
         async with Store.open(tmp / "bench.db") as store:
             sched = Scheduler(config=cfg, store=store, policy=policy)
             async with anyio.create_task_group() as tg:

@@ -116,7 +116,7 @@ class Results:
 
 def eval_devices(sched: SchedulerConfig, gpus: list[str]) -> list[str | None]:
     """One slot per GPU on cuda (`gpus`), scheduler.cpu_slots slots on cpu."""
-    return list(gpus) if sched.backend == "cuda" else [None] * max(1, sched.cpu_slots)
+    return list(gpus) if sched.eval.backend == "cuda" else [None] * max(1, sched.cpu_slots)
 
 
 class Grader:

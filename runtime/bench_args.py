@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--model", default=None, help="model name to request (default: policy.model of the config)")
     p.add_argument("--attempts", type=int, default=1, metavar="K", help="attempts per problem, K (default 1)")
     p.add_argument("--out", type=Path, default=None, metavar="DIR", help="results folder (resumed when it holds results)")
-    p.add_argument("--backend", choices=["cuda", "cpu"], default=None, help="default: scheduler.backend")
+    p.add_argument("--backend", choices=["cuda", "cpu"], default=None, help="default: scheduler.eval.backend")
     p.add_argument("--gpus", default=None, help="comma list of GPUs, one slot each (default: every visible GPU)")
     p.add_argument("--compile-jobs", type=int, default=None,
                    help="load_inline solutions built ahead at once (default: half the cores)")
@@ -47,3 +47,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--unsafe-no-sandbox", action="store_true", help="run candidate code without bubblewrap")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (one line per row still)")
     p.add_argument("--resamples", type=int, default=10_000, help="compare: bootstrap resamples (default 10000)")
+
+
+class UsageError(Exception):
+    """Bad input on the command line; exit status 2."""

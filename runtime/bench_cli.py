@@ -26,10 +26,10 @@ from runtime.bench import (
     run_jobs,
     warm_pools,
 )
+from runtime.bench_args import UsageError
 from runtime.bench_rows import (
     BenchFile,
     BenchInvocation,
-    BenchRow,
     BenchRun,
     SourceKind,
     read_results,
@@ -37,18 +37,12 @@ from runtime.bench_rows import (
     same_run,
 )
 from runtime.bench_sources import BenchProblem, collect_problems, find_solutions, reference_solution
-from runtime.bench_stats import memory_ratio
 from runtime.config import Config, ConfigError, default_config_path, load_config
 from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots
 from skills.evaluator.baselines import BaselineCache
 from skills.evaluator.config import EvalConfig
-from skills.evaluator.reward import MIB
 from skills.evaluator.sandbox import SandboxConfig
-
-
-class UsageError(Exception):
-    """Bad input on the command line; exit status 2."""
 
 
 def _err(text: str) -> None:
@@ -95,9 +89,7 @@ def _config(args: argparse.Namespace) -> Config:
     path = args.config or default_config_path(os.environ)
     config = load_config(path, overrides=args.set)
     sched = config.scheduler
-    if args.backend:
-        sched = msgspec.structs.replace(sched, backend=args.backend)
-    cfg = msgspec.structs.replace(sched.eval, backend=sched.backend)
+    cfg = msgspec.structs.replace(sched.eval, backend=args.backend) if args.backend else sched.eval
     if cfg.extension_cache_dir is None:
         from skills.evaluator.ext_cache import default_dir
 
@@ -153,9 +145,9 @@ def _run(args: argparse.Namespace) -> int:
     config = _config(args)
     sched = config.scheduler
     problems = collect_problems([Path(p) for p in args.problems])
-    jobs = plan(args, source, problems, sched.backend)
+    jobs = plan(args, source, problems, sched.eval.backend)
     if not jobs:
-        raise UsageError(f"nothing to grade: no {sched.backend} reference solution for these problems"
+        raise UsageError(f"nothing to grade: no {sched.eval.backend} reference solution for these problems"
                          if source == "reference" else "nothing to grade")
     header = _header(args, config, source)
     old = read_results(args.out)
@@ -167,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     todo = [j for j in jobs if not results.done(j, retry_faults=args.retry_faults)]
     skipped = len(problems) - len({j.problem.id for j in jobs})
     if skipped:
-        _err(f"{skipped} problem(s) have no bundled {sched.backend} reference solution: not graded")
+        _err(f"{skipped} problem(s) have no bundled {sched.eval.backend} reference solution: not graded")
     if len(todo) < len(jobs):
         _err(f"resuming {args.out}: {len(jobs) - len(todo)} of {len(jobs)} rows already there")
     anyio.run(_execute, args, config, source, todo, results)
@@ -184,10 +176,10 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
     sched: SchedulerConfig = config.scheduler
     cfg: EvalConfig = sched.eval
     gpus = ([g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else sched.gpus or visible_gpus()) \
-        if sched.backend == "cuda" else []
+        if sched.eval.backend == "cuda" else []
     slots = EvalSlots(eval_devices(sched, gpus))
     invocation = BenchInvocation(started=time.time(), slots=[d or "cpu" for d in slots.devices], jobs=len(jobs),
-                           driver=driver_version() if sched.backend == "cuda" else None)
+                           driver=driver_version() if sched.eval.backend == "cuda" else None)
     if jobs:
         results.start(invocation)
     compile_limiter = anyio.CapacityLimiter(sched.compile_workers or os.cpu_count() or 1)
@@ -247,36 +239,10 @@ async def _daemon(stack: AsyncExitStack, args: argparse.Namespace, config: Confi
     return runner.grade
 
 
-def summary(row: BenchRow) -> str:
-    """One line per finished row."""
-    if row.fault:
-        what = f"FAULT ({row.fault.splitlines()[0][:120]})"
-    elif row.missing:
-        what = "missing"
-    elif row.passed:
-        sp = [f"x{v:.2f} {n}" for n, v in (("eager", row.speedup_eager), ("compile", row.speedup_compile)) if v]
-        what = f"passed, reward {row.reward:g}" + (f", {', '.join(sp)}" if sp else "") if row.reward is not None \
-            else "passed"
-    else:
-        what = f"failed ({', '.join(row.flags) or row.error or 'incorrect'})"[:160]
-    episode = f", episode {row.episode_id} ({row.episode_status}, {row.turns} turns)" if row.episode_id else ""
-    return f"{row.problem} #{row.attempt}: {what}{_memory(row)}{episode} [{row.seconds:.1f} s]"
-
-
-def _memory(row: BenchRow) -> str:
-    """ModelNew's footprint, its ratio to the larger baseline's, and whether it passed the limit."""
-    if row.candidate_call_bytes is None:
-        return ""
-    ratio = memory_ratio(row)
-    over = ", over the memory limit" + (" (penalised)" if row.memory_penalty else "") if row.over_memory else ""
-    return (f", memory {row.candidate_call_bytes / MIB:.1f} MiB"
-            + (f" ({ratio:.2f}x the larger baseline's)" if ratio is not None else "") + over)
-
-
 def _header(args: argparse.Namespace, config: Config, source: SourceKind) -> BenchRun:
     policy = source == "policy"
     model = (args.model or "kagent") if args.daemon else config.policy.model
-    return run_header(source=source, backend=config.scheduler.backend,
+    return run_header(source=source, backend=config.scheduler.eval.backend,
                       solutions=str(args.solutions.resolve()) if args.solutions else None,
                       policy_url=_policy_label(args, config) if policy else None, model=model if policy else None,
                       attempts=args.attempts, command=_command(args))

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from runtime.bench_args import UsageError
 from runtime.bench_report import side_by_side
 from runtime.bench_rows import BenchFile, read_results
 from runtime.bench_stats import Baseline, compare
@@ -20,8 +21,6 @@ def _load(path: Path) -> BenchFile:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from runtime.bench_cli import UsageError
-
     if len(args.problems) != 3:
         raise UsageError("usage: kagent bench compare A B (two --out folders of kagent bench)")
     a_path, b_path = Path(args.problems[1]), Path(args.problems[2])

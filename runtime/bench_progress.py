@@ -17,6 +17,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from runtime.bench_report import summary
 from runtime.bench_rows import BenchRow
 
 
@@ -40,8 +41,6 @@ class Bar:
             self.progress.advance(self.build_task)
 
     async def row(self, row: BenchRow) -> None:
-        from runtime.bench_cli import summary
-
         self.passed += row.passed
         self.faults += row.fault is not None
         self.progress.console.print(summary(row), highlight=False, markup=False)

@@ -197,3 +197,29 @@ def _memory_line(a: BenchFile, b: BenchFile) -> str:
 def _no_memory_line(a: BenchFile, b: BenchFile) -> str:
     lacking = [n for n, bench in (("A", a), ("B", b)) if not has_memory(bench.rows)]
     return f"memory: not compared (no memory figures in {' or '.join(lacking)})"
+
+
+def summary(row: BenchRow) -> str:
+    """One line per finished row."""
+    if row.fault:
+        what = f"FAULT ({row.fault.splitlines()[0][:120]})"
+    elif row.missing:
+        what = "missing"
+    elif row.passed:
+        sp = [f"x{v:.2f} {n}" for n, v in (("eager", row.speedup_eager), ("compile", row.speedup_compile)) if v]
+        what = f"passed, reward {row.reward:g}" + (f", {', '.join(sp)}" if sp else "") if row.reward is not None \
+            else "passed"
+    else:
+        what = f"failed ({', '.join(row.flags) or row.error or 'incorrect'})"[:160]
+    episode = f", episode {row.episode_id} ({row.episode_status}, {row.turns} turns)" if row.episode_id else ""
+    return f"{row.problem} #{row.attempt}: {what}{_memory(row)}{episode} [{row.seconds:.1f} s]"
+
+
+def _memory(row: BenchRow) -> str:
+    """ModelNew's footprint, its ratio to the larger baseline's, and whether it passed the limit."""
+    if row.candidate_call_bytes is None:
+        return ""
+    ratio = memory_ratio(row)
+    over = ", over the memory limit" + (" (penalised)" if row.memory_penalty else "") if row.over_memory else ""
+    return (f", memory {row.candidate_call_bytes / MIB:.1f} MiB"
+            + (f" ({ratio:.2f}x the larger baseline's)" if ratio is not None else "") + over)

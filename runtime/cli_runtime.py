@@ -373,7 +373,7 @@ def _export_trl_messages(args: argparse.Namespace, db: Path, config: Config) -> 
     by_backend = {b: offered_tools(sched.tools, b) for b in ("cuda", "cpu")}
     try:
         rows, skipped = _read(db, lambda s: export_conversations(
-            s, args.out, tools_for=lambda d: by_backend[episode_backend(d, sched.backend)],
+            s, args.out, tools_for=lambda d: by_backend[episode_backend(d, sched.eval.backend)],
             parse=get_tool_parser(config.policy.tool_parser), min_reward=args.min_reward,
             trainable=True if args.trainable else None))
     except OSError as exc:
@@ -401,7 +401,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if not detail.tool_calls:
         raise UsageError(f"episode {args.episode} has no tool calls to replay")
     logged = {ev.result.backend for ev in detail.evaluations}
-    backend = args.backend or (logged.pop() if len(logged) == 1 else config.scheduler.backend)
+    backend = args.backend or (logged.pop() if len(logged) == 1 else config.scheduler.eval.backend)
     eval_config = msgspec.structs.replace(config.scheduler.eval, backend=backend)
     if args.baselines:
         eval_config = msgspec.convert({**msgspec.to_builtins(eval_config),

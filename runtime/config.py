@@ -141,6 +141,9 @@ SECTIONS: dict[str, type[msgspec.Struct]] = {
     "policy": PolicyConfig, "scheduler": SchedulerConfig, "ray": RayConfig,
 }
 
+REMOVED: dict[str, str] = {"scheduler.backend": "scheduler.eval.backend"}
+"""Keys that were settings once, and the one setting to use instead (a config that sets one fails)."""
+
 # Settings the running daemon applies when the config file changes; the rest need a restart.
 RELOADABLE = ("http.api_key", "http.max_body_bytes", "http.keepalive_seconds",
               "http.cancel_on_disconnect", "daemon.grace_seconds", "daemon.log_level")
@@ -248,6 +251,9 @@ def _check_keys(raw: Mapping[str, Any], cls: type[msgspec.Struct], prefix: str,
     valid = _valid_keys(cls)
     for key, value in raw.items():
         dotted = f"{prefix}{key}"
+        if dotted in REMOVED:
+            raise ConfigError(f"{dotted} (in {origin.get(dotted, 'the config')}) is no longer a setting: set "
+                              f"{REMOVED[dotted]} instead")
         if key not in valid:
             near = [v for v in valid if v.startswith(key) or key.startswith(v)]
             near = near or difflib.get_close_matches(key, list(valid), n=1)

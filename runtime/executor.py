@@ -1,4 +1,5 @@
-"""Where evaluation slots run (`scheduler.executor`), picked by name from `EXECUTORS`.
+"""Where evaluation slots run (`scheduler.executor`): the seam (`Executor`, the requests and statuses
+that cross it) and the local executor; runtime/scheduler.py picks one by name from its `EXECUTORS`.
 
     local  the slots of this machine (runtime/slots.py): one GPU each on cuda, cpu_slots on cpu
     ray    one Ray actor per slot on any node of a Ray cluster (runtime/ray_executor.py)
@@ -20,7 +21,7 @@ from typing import Literal, Protocol
 import anyio
 import msgspec
 
-from runtime.settings import RayConfig, SchedulerConfig
+from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots, LeasedEvaluator
 from skills.evaluator.api import Evaluator
 from skills.evaluator.baselines import BaselineCache
@@ -114,30 +115,6 @@ class LocalExecutor:
     def status(self) -> ExecutorStatus:
         return ExecutorStatus(executor=self.name, busy=self.slots.busy, total=len(self.slots.devices),
                               busy_fraction=self.slots.busy_fraction())
-
-
-def _local(*, config: SchedulerConfig, ray: RayConfig, eval_config: EvalConfig, slots: EvalSlots,
-           compile_limiter: anyio.CapacityLimiter) -> Executor:
-    return LocalExecutor(config=config, eval_config=eval_config, slots=slots, compile_limiter=compile_limiter)
-
-
-def _ray(*, config: SchedulerConfig, ray: RayConfig, eval_config: EvalConfig, slots: EvalSlots,
-         compile_limiter: anyio.CapacityLimiter) -> Executor:
-    from runtime.ray_executor import RayExecutor  # imports Ray only when this executor is chosen
-
-    return RayExecutor(config=config, ray=ray, eval_config=eval_config, compile_limiter=compile_limiter)
-
-
-EXECUTORS: dict[str, Callable[..., Executor]] = {"local": _local, "ray": _ray}
-
-
-def make_executor(name: str, *, config: SchedulerConfig, ray: RayConfig, eval_config: EvalConfig,
-                  slots: EvalSlots, compile_limiter: anyio.CapacityLimiter) -> Executor:
-    """The executor called `name`; an unknown name is an error listing the valid ones."""
-    if name not in EXECUTORS:
-        raise ValueError(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
-    return EXECUTORS[name](config=config, ray=ray, eval_config=eval_config, slots=slots,
-                           compile_limiter=compile_limiter)
 
 
 class Blob(msgspec.Struct, frozen=True):

@@ -276,7 +276,7 @@ class RayExecutor:
             return self.config.cpu_slots, {"num_cpus": 1}
         gpus = self.ray.gpus if self.ray.gpus is not None else int(ray.cluster_resources().get("GPU", 0))
         if gpus < 1:
-            raise RuntimeError("scheduler.backend = 'cuda' with the ray executor: the Ray cluster has no GPU")
+            raise RuntimeError("scheduler.eval.backend = 'cuda' with the ray executor: the Ray cluster has no GPU")
         return gpus * self.ray.slots_per_gpu, {"num_cpus": 1, "num_gpus": 1.0 / self.ray.slots_per_gpu}
 
     async def _start_actors(self, ray: Any) -> None:

@@ -47,19 +47,44 @@ import msgspec
 
 from runtime.curriculum_source import CurriculumSource, NoProblems, StoreCurriculum, scan_problems
 from runtime.episode import EpisodeEvent, EpisodeOutcome, run_episode
-from runtime.executor import ActorState, make_executor
+from runtime.executor import ActorState, Executor, LocalExecutor
 from runtime.policy import Policy, PolicyError
 from runtime.problem_check import ProblemRejected, check_problem
+from runtime.ray_executor import RayExecutor
 from runtime.settings import RayConfig, SchedulerConfig
 from runtime.slots import EvalSlots
 from runtime.store import Origin, ProblemRow, Store
 from skills import load_skills
 from skills.evaluator.api import Evaluator
+from skills.evaluator.config import EvalConfig
 from skills.evaluator.problem import ProblemError, source_id
 from skills.evaluator.results import EvalResult
 from skills.workspace import WorkspaceConfig
 
 log = logging.getLogger("kagent.scheduler")
+
+
+def _local(*, config: SchedulerConfig, ray: RayConfig, eval_config: EvalConfig, slots: EvalSlots,
+           compile_limiter: anyio.CapacityLimiter) -> Executor:
+    return LocalExecutor(config=config, eval_config=eval_config, slots=slots, compile_limiter=compile_limiter)
+
+
+def _ray(*, config: SchedulerConfig, ray: RayConfig, eval_config: EvalConfig, slots: EvalSlots,
+         compile_limiter: anyio.CapacityLimiter) -> Executor:
+    return RayExecutor(config=config, ray=ray, eval_config=eval_config, compile_limiter=compile_limiter)
+
+
+EXECUTORS: dict[str, Callable[..., Executor]] = {"local": _local, "ray": _ray}
+
+
+def make_executor(name: str, *, config: SchedulerConfig, ray: RayConfig, eval_config: EvalConfig,
+                  slots: EvalSlots, compile_limiter: anyio.CapacityLimiter) -> Executor:
+    """The executor called `name`; an unknown name is an error listing the valid ones (runtime/ray_executor.py
+    imports Ray only when its executor starts)."""
+    if name not in EXECUTORS:
+        raise ValueError(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
+    return EXECUTORS[name](config=config, ray=ray, eval_config=eval_config, slots=slots,
+                           compile_limiter=compile_limiter)
 OnEvent = Callable[[EpisodeEvent], Awaitable[None]]
 
 
@@ -128,11 +153,11 @@ class Scheduler:
         load_skills()
         self.config, self.store, self.policy = config, store, policy
         cfg = config
-        devices: list[str | None] = (list(cfg.gpus or [str(i) for i in range(cfg.gpu_slots)]) if cfg.backend == "cuda"
+        devices: list[str | None] = (list(cfg.gpus or [str(i) for i in range(cfg.gpu_slots)]) if cfg.eval.backend == "cuda"
                                      else [None] * cfg.cpu_slots)
         self.slots = EvalSlots(devices)
         self.compile_limiter = anyio.CapacityLimiter(cfg.compile_workers or os.cpu_count() or 1)
-        self.eval_config = msgspec.structs.replace(cfg.eval, backend=cfg.backend)
+        self.eval_config = cfg.eval
         self.executor = make_executor(cfg.executor, config=cfg, ray=ray or RayConfig(), eval_config=self.eval_config,
                                       slots=self.slots, compile_limiter=self.compile_limiter)
         self.workspace = WorkspaceConfig(root=cfg.workspace_root) if cfg.workspace_root else WorkspaceConfig()

@@ -74,14 +74,12 @@ class EpisodeLimits(msgspec.Struct, kw_only=True, frozen=True):
 class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
     """How many episodes run, where they evaluate, and where rollouts come from."""
 
-    backend: Literal["cuda", "cpu"] = "cuda"
-    """Where kernels build and run (overrides eval.backend)."""
     gpu_slots: int = 1
-    """Exclusive GPU evaluation slots (cuda): slot i uses GPU gpus[i]."""
+    """Exclusive GPU evaluation slots (eval.backend cuda): slot i uses GPU gpus[i]."""
     gpus: list[str] | None = None
     """CUDA_VISIBLE_DEVICES per slot (None: "0" .. gpu_slots-1)."""
     cpu_slots: int = 1
-    """Exclusive evaluation slots on the cpu backend (timed OpenMP code wants every core)."""
+    """Exclusive evaluation slots on eval.backend cpu (timed OpenMP code wants every core)."""
     compile_workers: int = 0
     """Builds at once (0 = CPU cores)."""
     max_in_flight: int = 8
@@ -99,7 +97,7 @@ class SchedulerConfig(msgspec.Struct, kw_only=True, frozen=True):
     limits: EpisodeLimits = msgspec.field(default_factory=EpisodeLimits)
     """Per-episode turn, token, time and malformed-call limits."""
     eval: EvalConfig = msgspec.field(default_factory=EvalConfig)
-    """Evaluation settings (backend and GPU are set per slot)."""
+    """Evaluation settings, eval.backend among them (the GPU is set per slot)."""
     warm_workers: bool = True
     """Keep each slot's next evaluation workers started ahead of time."""
     tools: list[str] | None = None

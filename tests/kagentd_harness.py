@@ -102,9 +102,9 @@ class Kagentd:
             "daemon": {"grace_seconds": grace},
             "http": {"port": 0, **({"api_key": api_key} if api_key else {})},
             "policy": {"base_url": policy_url, "retries": 1, "backoff_s": 0.2},
-            "scheduler": {"backend": "cpu", "problems_dir": str(ROOT / "problems"), "warm_workers": False,
+            "scheduler": {"problems_dir": str(ROOT / "problems"), "warm_workers": False,
                           "workspace_root": str(tmp / "workspaces"), "policy_backoff_s": 0.5},
-            "scheduler.eval": {"baselines": ["eager"]},
+            "scheduler.eval": {"backend": "cpu", "baselines": ["eager"]},
             "scheduler.eval.timing": {"target_seconds": 0.05, "warmup_calls": 3, "min_calls": 10},
         }
         for key, values in (extra or {}).items():

@@ -19,7 +19,7 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """How evaluations run; one per evaluator."""
 
     backend: Backend = "cuda"
-    """cuda (nvcc, a GPU) or cpu (C++/OpenMP on the CPU)."""
+    """Where kernels build and run: cuda (nvcc, a GPU) or cpu (C++/OpenMP on the CPU); the one backend setting (kagent's --backend sets it)."""
     sizes: Literal["default", "small"] | None = None
     """Problem sizes; None picks small on cpu and default on cuda."""
     n_sets: int = 3

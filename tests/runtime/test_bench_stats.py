@@ -14,9 +14,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from runtime.bench_cli import summary
 from runtime.bench_plot import plot
-from runtime.bench_report import render, side_by_side
+from runtime.bench_report import render, side_by_side, summary
 from runtime.bench_rows import (
     BenchFile,
     BenchRow,

@@ -162,8 +162,8 @@ def test_the_readme_demo_cleans_up_when_a_step_fails(tmp_path: Path) -> None:
     port = free_port()
     script = (block.replace("bash scripts/setup.sh && . .venv/bin/activate && ", "", 1)
               .replace("--port 8000", f"--port {port}")
-              .replace("kagentd start --set scheduler.backend=cpu",
-                       f"kagentd start --set scheduler.backend=cpu --set policy.base_url=http://127.0.0.1:{port}/v1"
+              .replace("kagentd start --set scheduler.eval.backend=cpu",
+                       f"kagentd start --set scheduler.eval.backend=cpu --set policy.base_url=http://127.0.0.1:{port}/v1"
                        " --set http.port=0 --set scheduler.warm_workers=false")
               .replace("problems/level1/01_relu.py", str(tmp_path / "missing.py")))
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAGENT_")}

@@ -40,14 +40,14 @@ def test_defaults_without_file_or_env() -> None:
 
 
 def test_precedence_file_then_env_then_flags(tmp_path: Path) -> None:
-    f = write(tmp_path / "k.toml", "[http]\nport = 1000\nkeepalive_seconds = 3\n[scheduler]\nbackend = 'cpu'\n")
+    f = write(tmp_path / "k.toml", "[http]\nport = 1000\nkeepalive_seconds = 3\n[scheduler.eval]\nbackend = 'cpu'\n")
     env = {"KAGENT_HTTP__PORT": "2000", "KAGENT_SCHEDULER__LIMITS__MAX_TURNS": "7"}
     assert load_config(f, env={}).http.port == 1000
     assert load_config(f, env=env).http.port == 2000
     config = load_config(f, env=env, overrides=["http.port=3000"])
     assert config.http.port == 3000
     assert config.http.keepalive_seconds == 3.0  # untouched by env and flags
-    assert config.scheduler.backend == "cpu"
+    assert config.scheduler.eval.backend == "cpu"
     assert config.scheduler.limits.max_turns == 7  # nested section through the environment
 
 
@@ -91,8 +91,20 @@ def test_other_errors_are_clear(tmp_path: Path) -> None:
         load_config(write(tmp_path / "t.toml", "http = 3\n"), env={})
     with pytest.raises(ConfigError, match=r"expected KEY=VALUE"):
         load_config(None, env={}, overrides=["http.port"])
-    with pytest.raises(ConfigError, match=r"scheduler.backend"):
-        load_config(None, env={}, overrides=["scheduler.backend=tpu"])
+    with pytest.raises(ConfigError, match=r"scheduler.eval.backend"):
+        load_config(None, env={}, overrides=["scheduler.eval.backend=tpu"])
+
+
+def test_a_removed_setting_names_the_one_to_use(tmp_path: Path) -> None:
+    """scheduler.backend was a second name for scheduler.eval.backend: setting it anywhere is an error
+    that names the setting to use instead, not a value silently dropped or moved."""
+    want = r"scheduler.backend \(in {}\) is no longer a setting: set scheduler.eval.backend instead"
+    with pytest.raises(ConfigError, match=want.format(r"config file .*old.toml")):
+        load_config(write(tmp_path / "old.toml", "[scheduler]\nbackend = 'cpu'\n"), env={})
+    with pytest.raises(ConfigError, match=want.format("environment variable KAGENT_SCHEDULER__BACKEND")):
+        load_config(None, env={"KAGENT_SCHEDULER__BACKEND": "cpu"})
+    with pytest.raises(ConfigError, match=want.format("--set scheduler.backend")):
+        load_config(None, env={}, overrides=["scheduler.backend=cpu"])
 
 
 def test_public_bind_needs_an_api_key() -> None:
@@ -123,7 +135,7 @@ def test_field_docs_reads_the_docstring_under_each_field() -> None:
 
 def test_printed_config_is_toml_that_loads_back(tmp_path: Path) -> None:
     config = load_config(None, env={"KAGENT_HTTP__API_KEY": "k"},
-                         overrides=["http.port=9000", "scheduler.backend=cpu", "scheduler.eval.timing.min_calls=5"])
+                         overrides=["http.port=9000", "scheduler.eval.backend=cpu", "scheduler.eval.timing.min_calls=5"])
     text = render_toml(config, secrets=True)
     tables = tomllib.loads(text)
     assert tables["http"]["port"] == 9000 and tables["scheduler"]["eval"]["timing"]["min_calls"] == 5
@@ -175,7 +187,7 @@ def kagentd(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 def test_kagentd_config_command(tmp_path: Path) -> None:
     f = write(tmp_path / "k.toml", "[http]\nport = 1234\napi_key = 's3cr3t-token'\n")
-    proc = kagentd("config", "--config", str(f), "--set", "scheduler.backend=cpu",
+    proc = kagentd("config", "--config", str(f), "--set", "scheduler.eval.backend=cpu",
                    env={"KAGENT_HTTP__KEEPALIVE_SECONDS": "2.5"})
     assert proc.returncode == 0, proc.stderr
     assert f"(file: {f}" in proc.stdout

@@ -43,11 +43,11 @@ def problems_dir(tmp_path: Path) -> Path:
     return root
 
 
-def sched_config(tmp_path: Path, **kw: Any) -> SchedulerConfig:
+def sched_config(tmp_path: Path, *, backend: str = "cpu", **kw: Any) -> SchedulerConfig:
     fields: dict[str, Any] = {
-        "backend": "cpu", "warm_workers": False, "problems_dir": str(problems_dir(tmp_path)),
+        "warm_workers": False, "problems_dir": str(problems_dir(tmp_path)),
         "workspace_root": str(tmp_path / "ws"), "limits": EpisodeLimits(max_turns=3),
-        "eval": EvalConfig(baselines=["eager"], build=BuildConfig(backend="cpu", cache_dir=str(tmp_path / "build")),
+        "eval": EvalConfig(backend=backend, baselines=["eager"], build=BuildConfig(backend="cpu", cache_dir=str(tmp_path / "build")),
                            sandbox=SandboxConfig(allow_unsafe=True)),
         "policy_backoff_s": 0.2, "policy_backoff_max_s": 2.0, "seed": 1}
     fields.update(kw)
