@@ -206,7 +206,7 @@ def test_the_composite_reward_s_memory_penalty_shows_in_the_row_and_the_table(en
     assert main(["bench", str(PROBLEMS / "level1" / "01_relu.py"), "--reference", "--out", str(out), *QUICK,
                  *tight]) == 0
     (row,) = _rows_list(out)
-    assert row.passed and row.reward_fn == "composite" and row.limit_bytes == 0, row
+    assert row.passed and row.reward_fn == "composite" and row.limit_bytes == 0, (row.error, row.flags, row.fault, row)
     assert row.candidate_call_bytes is not None and row.candidate_call_bytes > 0, row
     assert row.over_memory is True and row.memory_penalty is True, row
     assert row.reward is not None and row.reward <= 1.5, row  # correct + at most 1 for speed - 0.5

@@ -137,14 +137,18 @@ def test_resume_and_same_seed_same_set(run50: Path, tmp_path: Path) -> None:
     decided = {"ref": _decisions(run50), "got": _decisions(out)}
     last = max(r.synth.index for r in got)
     timed = {i for d in decided.values() for i, (what, _) in d.items() if what == "slow_cpu"}
-    assert len({i for i in timed if i <= last}) <= 1, f"more than one timing flip: {sorted(timed)}"
+    compared = 0
     for i in range(last + 1):
         if i in timed:
             continue
         assert decided["got"][i] == decided["ref"][i], f"candidate {i}"
+        compared += 1
         what, path = decided["got"][i]
         if what == "ok":
             assert (out / path).read_bytes() == (run50 / path).read_bytes()
+    # Load may flip more than one (seen: candidates 0 and 1 under two test workers and a second
+    # suite on 2 cores); what must hold is that the clock-free decisions were compared at all.
+    assert compared >= 3, f"only {compared} clock-free decisions to compare; timed: {sorted(timed)}"
     with pytest.raises(SynthError, match="other settings"):
         generate(out, 7, msgspec.structs.replace(CFG, seed=8), workers=1)
 
