@@ -55,10 +55,10 @@ port = 0
 [policy]
 base_url = "{policy_url}"
 [scheduler]
-backend = "{backend}"
 problems_dir = "{ROOT / 'problems'}"
 workspace_root = "{tmp / 'ws'}"
 [scheduler.eval]
+backend = "{backend}"
 baselines = {json.dumps(baselines)}
 """)
     return path

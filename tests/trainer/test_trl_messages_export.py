@@ -70,7 +70,7 @@ def make_store(tmp_path: Path) -> Path:
 
 def export(tmp_path: Path, *extra: str) -> list[str]:
     config = tmp_path / "kagentd.toml"
-    config.write_text(f'[scheduler]\nbackend = "cpu"\ntools = {json.dumps(TOOLS)}\n')
+    config.write_text(f'[scheduler]\ntools = {json.dumps(TOOLS)}\n[scheduler.eval]\nbackend = "cpu"\n')
     out = tmp_path / "conv.jsonl"
     return ["episodes", "export", "--config", str(config), "--db", str(tmp_path / "k.db"), "--format",
             "trl-messages", "--out", str(out), *extra]
