@@ -2,7 +2,8 @@
 # GPU work for one device call; results land in benchmarks/results and in $OUT/results.tgz.
 #   source .device-kit/setup.sh && bash benchmarks/gpu_run.sh MODE
 # Modes by purpose:
-#   tests      every GPU test (JUnit) and the CUDA exploit table, then skill latency
+#   tests      the evaluator's GPU tests (JUnit) and the CUDA exploit table, then skill latency
+#   tests-build  every other GPU test (builds, libraries, the bundled solutions' compile test)
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
@@ -34,9 +35,15 @@ preflight() {  # one sandboxed GPU evaluation; fall back (and say so) if the san
   echo "preflight: SANDBOX FAILED ON GPU; continuing unsandboxed"
 }
 step preflight; preflight
+# The whole GPU suite no longer fits one call (70 tests: 45 ran in 420 s on 2026-12-03): `tests` runs
+# the evaluator's GPU files (the exploit table reads them), `tests-build` every other GPU test.
+EVAL_GPU_TESTS="tests/skills/evaluator/test_gpu_eval.py tests/skills/evaluator/test_gpu_trust.py tests/skills/evaluator/test_gpu_memory.py"
+if [ "$1" = tests-build ]; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
+  step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)
+fi
 if [ "$1" = tests ]; then
   python3 -c 'import skills.evaluator.harness.timing as t; print("persisting-L2 reset:", t.reset_l2)' | tee -a "$OUT/gpu.txt"
-  step pytest; TAIL=60 run 430 pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml tests/
+  step pytest; TAIL=60 run "${T_TESTS:-450}" pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml $EVAL_GPU_TESTS
   step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
   step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
 fi
