@@ -13,7 +13,7 @@ Precedence, lowest first: defaults, the TOML file, environment variables
 (`--set section.field=value`). Values from the environment and flags are text read as the field's
 type (`8080`, `true`, `null`); arrays and inline tables are written in TOML (`["a", "b"]`). Unknown keys are
 an error that names the key and where it came from. Every field carries a docstring, which is its
-help text (`kagentd config --print`); tests/test_config.py fails when one is missing or absent
+help text (`kagentd config --print`); tests/runtime/test_config.py fails when one is missing or absent
 from the settings table of docs/config.md.
 """
 

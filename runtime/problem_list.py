@@ -3,7 +3,7 @@
 skills.evaluator.problem owns the problem format, the manifest and `iter_problems`, but importing it loads
 torch (seconds on a small machine) for a command that only reads a folder and a JSONL file. This
 reads the few manifest fields the table shows and walks `levelN/*.py` the way
-`skills.evaluator.problem.iter_problems` does (tests/test_cli.py compares the two listings).
+`skills.evaluator.problem.iter_problems` does (tests/runtime/test_cli.py compares the two listings).
 """
 
 from __future__ import annotations

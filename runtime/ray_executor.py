@@ -11,7 +11,7 @@
 CUDA_VISIBLE_DEVICES; `num_gpus = 1 / ray.slots_per_gpu` on cuda, one CPU on cpu), its warm worker
 pool, and its node's build and baseline caches ($XDG_CACHE_HOME/kagent, as `kagent eval`). Ray
 cannot run on the GPU machine this project is tested on, so the GPU tests exercise that slot code
-through the local executor; tests/test_ray_executor.py runs this module on CPU actors.
+through the local executor; tests/runtime/test_ray_executor.py runs this module on CPU actors.
 
 Faults: an actor (or its node) that dies, or says nothing for `ray.eval_timeout_s`, leaves the
 rotation; the attempt it was running is stored as an environment fault (reward None, its executor

@@ -10,7 +10,7 @@ from typing import Literal
 
 import msgspec
 
-# skills.evaluator.config is torch-free at import time (tests/test_light_imports.py checks it).
+# skills.evaluator.config is torch-free at import time (tests/system/test_light_imports.py checks it).
 from skills.evaluator.config import EvalConfig
 
 TokenMode = Literal["token_in", "chat"]
