@@ -58,7 +58,9 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     timeout_baseline_s: float = 900.0
     """Timing the baselines (torch.compile cold start included)."""
     gpu: str | None = None
-    """CUDA_VISIBLE_DEVICES for the workers (the leased GPU slot); None leaves it unset."""
+    """CUDA_VISIBLE_DEVICES for the workers (the leased GPU slot); None leaves it unset. Set per slot by
+    kagentd's scheduler and `kagent bench` (choose GPUs with scheduler.gpus; a config setting this
+    fails) and by `kagent eval --gpu`."""
     python: str = sys.executable
     """Interpreter for the workers."""
     log_chars: int = 4000

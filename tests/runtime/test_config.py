@@ -107,6 +107,18 @@ def test_a_removed_setting_names_the_one_to_use(tmp_path: Path) -> None:
         load_config(None, env={}, overrides=["scheduler.backend=cpu"])
 
 
+def test_a_field_the_scheduler_fills_is_refused_with_the_setting_to_use(tmp_path: Path) -> None:
+    """scheduler.eval.gpu is overwritten for every evaluation slot: a config that sets it would be
+    ignored without a word, so it fails and names scheduler.gpus."""
+    want = r"scheduler.eval.gpu \(in {}\) is not a setting: the scheduler sets it for each evaluation slot: choose" \
+           r" the GPUs with scheduler.gpus"
+    with pytest.raises(ConfigError, match=want.format(r"config file .*gpu.toml")):
+        load_config(write(tmp_path / "gpu.toml", "[scheduler.eval]\ngpu = '1'\n"), env={})
+    with pytest.raises(ConfigError, match=want.format("--set scheduler.eval.gpu")):
+        load_config(None, env={}, overrides=["scheduler.eval.gpu=1"])
+    assert load_config(None, env={}, overrides=['scheduler.gpus=["1"]']).scheduler.gpus == ["1"]
+
+
 def test_public_bind_needs_an_api_key() -> None:
     with pytest.raises(ConfigError, match="exposes the API beyond this machine: set http.api_key"):
         load_config(None, env={}, overrides=["http.host=0.0.0.0"])
