@@ -9,6 +9,7 @@
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
 #   parity     the same torch code as candidate and as eager baseline (probe_parity.py); latency; CV of 10 profiles
+#   inline     a load_inline file per KernelBench problem through kagent bench: the build-ahead pool and grading time
 #   bench      timing stability, the solutions table, ncu
 #   fair       the same solution graded 10 times quiet and under 8 compiles (repeatability)
 #   ipc        which CUDA IPC transport crosses the sandbox, and its per-call latency
@@ -65,6 +66,10 @@ if [ "$1" = trust ]; then  # the trust boundary on cuda: each cheat its check ca
 fi
 if [ "$1" = kernelbench ]; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
   step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME} ${KB_ARGS:-}
+fi
+if [ "$1" = inline ]; then  # a load_inline file per KernelBench problem, built ahead and graded by kagent bench (resumable: INLINE_OUT)
+  step inline-set; python3 benchmarks/make_inline_set.py ${KB:-../shared/kernelbench} --out "${INLINE_SET:-/tmp/kb-inline}"
+  step inline-bench; TAIL=30 run "${T_INLINE:-540}" bench_inline.log python3 -m runtime.cli bench ${KB:-../shared/kernelbench} --solutions "${INLINE_SET:-/tmp/kb-inline}" --set scheduler.eval.torch_allowed=true --no-progress --out "${INLINE_OUT:-benchmarks/results/kb-inline-h200}"
 fi
 if [ "$1" = parity ]; then  # why the problem's own Model reads slower as the candidate than as the eager baseline
   step parity; TAIL=40 run "${T_PAR:-320}" probe_parity.log python3 benchmarks/probe_parity.py ${KB:-../shared/kernelbench} --problems ${PAR_PROBLEMS:-level2/10_ level1/4_ level1/96_ level1/94_ level1/99_ level1/88_} --out parity-h200
