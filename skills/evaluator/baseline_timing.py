@@ -19,10 +19,9 @@ from skills.evaluator.workers import Worker, WorkerFailed
 async def judge_baselines(judge: Worker, problem: Path, scratch: Scratch, state: EvalState,
                            cache: BaselineCache | None, nonce: str) -> None:
     cfg = state.config
-    backend = cfg.backend
     sizes = cfg.sizes or ("small" if cfg.backend == "cpu" else "default")
     await judge.send(P.Preinit())
-    await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=backend,
+    await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=cfg.backend,
                                   seed=secrets.randbits(62), n_sets=cfg.n_sets, held_sets=cfg.held_sets,
                                   exchange_dir=str(scratch.root / "exchange"), shape_check=False))
     ready = await judge.expect(P.JudgeReady, cfg.timeout_import_s, "computing the reference")
@@ -30,20 +29,20 @@ async def judge_baselines(judge: Worker, problem: Path, scratch: Scratch, state:
     state.gpu, state.torch_version, state.input_shapes = ready.gpu, ready.torch_version, ready.input_shapes
     state.stage = "baseline"
     t = time.perf_counter()
-    await time_baselines(judge, state, cache, nonce, backend, sizes)
+    await time_baselines(judge, state, cache, nonce, sizes)
     state.times.baselines = time.perf_counter() - t
     state.stage = "load"
     state.error = "ModelNew was not run: only the baselines were timed"
 
 
 async def baselines_for_agent(judge: Worker, cand: Worker, state: EvalState, cache: BaselineCache | None,
-                               nonce: str, backend: str, sizes: str) -> None:
+                               nonce: str, sizes: str) -> None:
     """profile mode: even when the candidate failed, report the times to beat (the workflow's first step)."""
     if state.mode != "profile" or not state.problem_id or judge.closed:
         return
     await cand.close()
     try:
-        await time_baselines(judge, state, cache, nonce, backend, sizes)
+        await time_baselines(judge, state, cache, nonce, sizes)
     except WorkerFailed as exc:
         state.error = f"{state.error}\n(baselines: {exc.message})"
 
@@ -55,7 +54,7 @@ def baseline_key(state: EvalState, sizes: str) -> BaselineKey:
 
 
 async def time_baselines(judge: Worker, state: EvalState, cache: BaselineCache | None, nonce: str,
-                     backend: str, sizes: str) -> None:
+                     sizes: str) -> None:
     cfg = state.config
     key = baseline_key(state, sizes)
     entry = cache.get(key) if cache is not None else None

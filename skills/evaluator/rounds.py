@@ -33,7 +33,7 @@ T = TypeVar("T")
 
 
 async def paired_rounds(judge: Worker, cand: Worker, state: EvalState, ready: P.JudgeReady, seed: int,
-                         nonce: str, backend: str) -> None:
+                         nonce: str) -> None:
     """Final mode: rounds of the candidate's loop and then each baseline's, under the same load,
     until the speedups are decided (skills/evaluator/paired.py); the reward's speedups come from the pairs."""
     cfg = state.config
@@ -44,7 +44,7 @@ async def paired_rounds(judge: Worker, cand: Worker, state: EvalState, ready: P.
     which = list(cfg.baselines)
     while True:
         state.stage = "timing"
-        result, samples = await candidate_round(judge, cand, state, ready, seed, nonce, backend, len(cands))
+        result, samples = await candidate_round(judge, cand, state, ready, seed, nonce, len(cands))
         cands.append(result)
         cand_samples.append(samples)
         if state.flags:
@@ -94,7 +94,7 @@ async def _baseline_round(judge: Worker, state: EvalState, nonce: str, which: li
 
 
 async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: P.JudgeReady, seed: int,
-                           nonce: str, backend: str, r: int) -> tuple[TimingResult, P.Samples]:
+                           nonce: str, r: int) -> tuple[TimingResult, P.Samples]:
     """One timed loop of the candidate, driven by the judge (round r's own canaries at secret places,
     a secret subset of calls checked), and every check on it (their flags go to the state); its
     timing and raw samples."""
@@ -107,7 +107,7 @@ async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: 
             before = await watch.around(_yardstick(judge, cand, nonce, cfg))
             with calls_window(state):
                 await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
-                                           profile_calls=cfg.profile_calls if backend == "cuda" and r == 0 else 0,
+                                           profile_calls=cfg.profile_calls if cfg.backend == "cuda" and r == 0 else 0,
                                            candidate_pid=pid, candidate_root_pid=cand.proc.pid))
                 timed, marks = await cand.marked(from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
             after = await watch.around(_yardstick(judge, cand, nonce, cfg))  # the load may have changed meanwhile
@@ -125,8 +125,8 @@ async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: 
         result.between_us = statistics.median(seen[1]) if seen[1] else None
     flags = (timed.flags + checked_calls_flags(timed) + sync_check(timed.samples)
              + floor_check(result, ready.read_bytes, cfg)
-             + clock_check(timed, own if marks is not None else None, cfg.timing.lead_us if backend == "cuda" else 0.0,
-                           [before, after], HANDOFF_SLACK_US[backend], backend=backend)
+             + clock_check(timed, own if marks is not None else None, cfg.timing.lead_us if cfg.backend == "cuda" else 0.0,
+                           [before, after], HANDOFF_SLACK_US[cfg.backend], backend=cfg.backend)
              + background_check(timed) + watch.check())
     state.add_flags(flags)
     return result, timed.samples

@@ -36,7 +36,6 @@ async def run_workers(problem: Path, built: BuildResult | None, slot: Slot,
     cfg = state.config
     judge, cand, scratch, nonce = slot.judge, slot.cand, slot.scratch, slot.nonce
     seed = secrets.randbits(62)
-    backend = cfg.backend
     sizes = cfg.sizes or ("small" if cfg.backend == "cpu" else "default")
     quota = DiskQuota(_quota_paths(cfg, scratch), cfg.sandbox.max_out_bytes)
     group: PidsGroup | None = None
@@ -52,7 +51,7 @@ async def run_workers(problem: Path, built: BuildResult | None, slot: Slot,
         try:
             group = await _limit_tasks(cand, scratch, state)  # before any candidate code runs
             tg.start_soon(quota.watch, cand.kill)
-            await _stages(judge, cand, problem, built, scratch, state, cache, nonce, seed, backend, sizes)
+            await _stages(judge, cand, problem, built, scratch, state, cache, nonce, seed, sizes)
         except WorkerFailed as exc:
             state.error = exc.message
             if exc.stage in STAGES:
@@ -61,7 +60,7 @@ async def run_workers(problem: Path, built: BuildResult | None, slot: Slot,
                 state.flags.append(exc.flag)
             if exc.worker == "judge":  # the problem refused, or the trusted side failed
                 state.error = environment_fault(state, exc.message)
-            await baselines_for_agent(judge, cand, state, cache, nonce, backend, sizes)
+            await baselines_for_agent(judge, cand, state, cache, nonce, sizes)
         finally:
             quota.stop()
             with anyio.CancelScope(shield=True):
@@ -124,29 +123,29 @@ async def _after_candidate(group: PidsGroup | None, quota: DiskQuota, state: Eva
 
 async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult | None,
                   scratch: Scratch, state: EvalState, cache: BaselineCache | None, nonce: str, seed: int,
-                  backend: str, sizes: Literal["default", "small"]) -> None:
+                  sizes: Literal["default", "small"]) -> None:
     cfg = state.config
     t = time.perf_counter()
     state.stage = "import"
     evidence = await anyio.to_thread.run_sync(scan_build, built, scratch.workspace / "kernels",
                                               cfg.build or BuildConfig(backend=cfg.backend))
     t_scan = time.perf_counter() - t
-    if state.footprint is not None and backend == "cuda":
+    if state.footprint is not None and cfg.backend == "cuda":
         # a CUDA context's memory, read on the warm judge before its job (skills/evaluator/footprint.py)
         await judge.wait_for(P.Warm, cfg.timeout_import_s)
         state.footprint.base()
-    await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=backend, seed=seed,
+    await judge.send(P.JudgeStart(nonce=nonce, problem_path=str(problem), sizes=sizes, device=cfg.backend, seed=seed,
                                   n_sets=cfg.n_sets, held_sets=cfg.held_sets, exchange_dir=str(scratch.root / "exchange"),
                                   shape_check=cfg.shape_check, evidence=evidence))
-    if state.footprint is not None and backend == "cpu":
+    if state.footprint is not None and cfg.backend == "cpu":
         # what the warm candidate holds before any candidate code runs (torch imported)
         await cand.wait_for(P.Warm, cfg.timeout_import_s)
         state.footprint.base()
     await cand.send(P.CandStart(
         nonce=nonce, workspace=str(scratch.workspace), lib_path=scratch.lib,
-        gpu_memory_fraction=cfg.gpu_memory_fraction if backend == "cuda" else None,
+        gpu_memory_fraction=cfg.gpu_memory_fraction if cfg.backend == "cuda" else None,
         functions=[msgspec.to_builtins(f) for f in built.functions] if built else [],
-        flavour=built.flavour if built else "none", device=backend,
+        flavour=built.flavour if built else "none", device=cfg.backend,
         precision="tf32" if await anyio.to_thread.run_sync(declares_tf32, problem) else "fp32",
         kernel_names=[r.kernel for r in built.resources] if built else [],
         libraries=[lib.name for lib in built.libraries if lib.lib_dir] if built else []))
@@ -162,7 +161,7 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     t = time.perf_counter()
     state.stage = "correctness"
     await cand.send(P.CandInit(nonce=nonce, exchange_dir=str(scratch.root / "exchange"), shape_init=ready.shape_init,
-                               judge_reserve_bytes=ready.reserve_bytes if backend == "cuda" else None))
+                               judge_reserve_bytes=ready.reserve_bytes if cfg.backend == "cuda" else None))
     init = await cand.expect(P.CandReady, cfg.timeout_run_s, "building ModelNew")
     with calls_window(state):
         await judge.send(P.CheckRequest(nonce=nonce, timing=cfg.timing, limit_s=cfg.timeout_run_s))
@@ -172,22 +171,22 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
     state.times.parts.update({"candidate init": init.seconds, **{f"judge {k}": v for k, v in report.seconds.items()}})
     state.times.correctness = time.perf_counter() - t
     if state.mode == "test" or not all(s.ok for s in state.sets) or state.flags:
-        await baselines_for_agent(judge, cand, state, cache, nonce, backend, sizes)
+        await baselines_for_agent(judge, cand, state, cache, nonce, sizes)
         return
 
     t = time.perf_counter()
     state.stage = "timing"
     if state.mode != "final" or cfg.paired.min_rounds <= 0:
-        state.candidate, _ = await candidate_round(judge, cand, state, ready, seed, nonce, backend, 0)
+        state.candidate, _ = await candidate_round(judge, cand, state, ready, seed, nonce, 0)
         await cand.close()  # free its memory and the GPU before baselines run
         state.times.timing = time.perf_counter() - t
         t = time.perf_counter()
         state.stage = "baseline"
-        await time_baselines(judge, state, cache, nonce, backend, sizes)
+        await time_baselines(judge, state, cache, nonce, sizes)
         state.times.baselines = time.perf_counter() - t
         state.stage = "done"
         return
-    await paired_rounds(judge, cand, state, ready, seed, nonce, backend)
+    await paired_rounds(judge, cand, state, ready, seed, nonce)
     if cache is not None and (state.eager is not None or state.compiled_baseline is not None):
         # the paired rounds' baselines, fresher than any cached ones, serve the next profile()
         cache.put(baseline_key(state, sizes), BaselineEntry(
