@@ -141,13 +141,13 @@ SECTIONS: dict[str, type[msgspec.Struct]] = {
     "policy": PolicyConfig, "scheduler": SchedulerConfig, "ray": RayConfig,
 }
 
-REMOVED: dict[str, str] = {"scheduler.backend": "scheduler.eval.backend"}
-"""Keys that were settings once, and the one setting to use instead (a config that sets one fails)."""
-
-SET_FOR_YOU: dict[str, str] = {"scheduler.eval.gpu": "the scheduler sets it for each evaluation slot: choose the"
-                                                     " GPUs with scheduler.gpus"}
-"""Fields of a component's Struct that the daemon fills in itself (a config that sets one fails,
-rather than the value being overwritten without a word)."""
+REFUSED: dict[str, str] = {
+    "scheduler.backend": "is no longer a setting: set scheduler.eval.backend instead",
+    "scheduler.eval.gpu": "is not a setting: the scheduler sets it for each evaluation slot: choose the GPUs with"
+                          " scheduler.gpus",
+}
+"""Keys a config may not set, and why: a setting that was renamed (the one to use instead), a field
+the daemon fills in itself (rather than the value being overwritten without a word)."""
 
 # Settings the running daemon applies when the config file changes; the rest need a restart.
 RELOADABLE = ("http.api_key", "http.max_body_bytes", "http.keepalive_seconds",
@@ -256,11 +256,8 @@ def _check_keys(raw: Mapping[str, Any], cls: type[msgspec.Struct], prefix: str,
     valid = _valid_keys(cls)
     for key, value in raw.items():
         dotted = f"{prefix}{key}"
-        if dotted in REMOVED:
-            raise ConfigError(f"{dotted} (in {origin.get(dotted, 'the config')}) is no longer a setting: set "
-                              f"{REMOVED[dotted]} instead")
-        if dotted in SET_FOR_YOU:
-            raise ConfigError(f"{dotted} (in {origin.get(dotted, 'the config')}) is not a setting: {SET_FOR_YOU[dotted]}")
+        if dotted in REFUSED:
+            raise ConfigError(f"{dotted} (in {origin.get(dotted, 'the config')}) {REFUSED[dotted]}")
         if key not in valid:
             near = [v for v in valid if v.startswith(key) or key.startswith(v)]
             near = near or difflib.get_close_matches(key, list(valid), n=1)

@@ -85,6 +85,8 @@ def make_executor(name: str, *, config: SchedulerConfig, ray: RayConfig, eval_co
         raise ValueError(f"unknown executor {name!r}; valid: {', '.join(EXECUTORS)}")
     return EXECUTORS[name](config=config, ray=ray, eval_config=eval_config, slots=slots,
                            compile_limiter=compile_limiter)
+
+
 OnEvent = Callable[[EpisodeEvent], Awaitable[None]]
 
 
