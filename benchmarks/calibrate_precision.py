@@ -244,8 +244,8 @@ def _reduce_last(x: torch.Tensor, how: str) -> torch.Tensor:
     n = x.shape[-1]
     if n == 0:
         return x.sum(-1)
-    if how in ("seq", "blocked") and -(-n // (BLOCK if how == "blocked" else 1)) > SEQ_LIMIT:
-        terms = -(-n // (BLOCK if how == "blocked" else 1))
+    terms = -(-n // BLOCK) if how == "blocked" else n  # the additions a left-to-right order makes
+    if how in ("seq", "blocked") and terms > SEQ_LIMIT:
         raise Skip(f"a left-to-right fp32 sum of {terms} terms (error bound {terms}·u = {terms * 2.0 ** -24:.2g} "
                    f"of the magnitude sum: the running sum stagnates); no accurate kernel sums that way")
     if how == "blocked":

@@ -21,6 +21,10 @@ import hashlib
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from runtime.bench_sources import collect_problems  # noqa: E402
+
 CUDA = r'''
 #include <torch/extension.h>
 // @NAME@
@@ -85,37 +89,25 @@ def solution(source: str, name: str, backend: str) -> str:
     return source.rstrip() + "\n" + tail
 
 
-def problem_files(paths: list[Path]) -> list[Path]:
-    """Files as given; folders: their levelN/*.py (a KernelBench root) or their own *.py."""
-    out: list[Path] = []
-    for p in paths:
-        if p.is_file():
-            out.append(p)
-        elif sorted(p.glob("level*/*.py")):
-            out += sorted(p.glob("level*/*.py"))
-        else:
-            out += sorted(p.glob("*.py"))
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="+", type=Path, help="problem files, levelN folders or a KernelBench root")
     ap.add_argument("--out", type=Path, required=True, help="the solutions folder (DIR/levelN/STEM.py)")
     ap.add_argument("--backend", choices=["cuda", "cpu"], default="cuda")
     args = ap.parse_args(argv)
-    files = problem_files(args.paths)
-    if not files:
-        print(f"make_inline_set: no problem files under {' '.join(map(str, args.paths))}", file=sys.stderr)
+    try:
+        problems = collect_problems(args.paths)  # the files kagent bench grades, found its way
+    except ValueError as exc:
+        print(f"make_inline_set: {exc}", file=sys.stderr)
         return 2
-    for f in files:
-        level = f.parent.name if f.parent.name.startswith("level") else ""
-        digest = hashlib.sha256(f.read_bytes()).hexdigest()[:8]
-        name = "kb_" + "".join(c if c.isalnum() else "_" for c in f"{level}_{f.stem}")[:60] + f"_{digest}"
-        dest = args.out / level / f.name if level else args.out / f.name
+    for problem in problems:
+        path = Path(problem.path)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+        name = "kb_" + "".join(c if c.isalnum() else "_" for c in f"{path.parent.name}_{path.stem}")[:60] + f"_{digest}"
+        dest = args.out / path.parent.name / path.name  # DIR/levelN/STEM.py, where kagent bench looks first
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(solution(f.read_text(), name, args.backend))
-    print(f"wrote {len(files)} load_inline solutions under {args.out}")
+        dest.write_text(solution(path.read_text(), name, args.backend))
+    print(f"wrote {len(problems)} load_inline solutions under {args.out}")
     return 0
 
 

@@ -53,4 +53,4 @@ def test_each_file_runs_model_and_copies_through_its_own_extension(
 
 def test_no_problem_files_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(tmp_path), "--out", str(tmp_path / "out")]) == 2
-    assert "no problem files under" in capsys.readouterr().err
+    assert f"make_inline_set: {tmp_path} holds no problem files" in capsys.readouterr().err
