@@ -1046,6 +1046,19 @@ def build_payload(args: argparse.Namespace, records: list[dict[str, Any]], env: 
             **({"partial": True} if partial else {}), "problems": records}
 
 
+def _one_problem(path: Path, name: str, sizes: str, seed: int, n_sets: int, device: str) -> dict[str, Any]:
+    t = time.perf_counter()
+    try:
+        rec = calibrate(path, sizes=sizes, seed=seed, n_sets=n_sets, device=device)
+    except Exception as exc:  # the judge could not build the references: say so, go on
+        rec = {"name": name, "precision": None, "candidates": {},
+               "failed": f"{type(exc).__name__}: {exc}"[:300], "seconds": round(time.perf_counter() - t, 3)}
+    if device == "cuda":
+        gc.collect()
+        torch.cuda.empty_cache()
+    return rec
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, default=PROBLEMS_ROOT)
@@ -1058,6 +1071,8 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=[], help="problem name substrings")
     ap.add_argument("--sets", type=int, default=3, help="input sets per problem (3 as in an evaluation)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="problems calibrated at once, one process each (precision only: no clock to disturb)")
     args = ap.parse_args()
     if args.sizes is None:
         args.sizes = "small" if args.device == "cpu" else "default"
@@ -1070,27 +1085,31 @@ def main() -> None:
     print(f"device {args.device} ({device_label(args.device, env.get('gpu'))}), torch {env['torch']},"
           f" sizes={args.sizes}, {args.sets} set(s), candidates {' '.join(cands)}", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    records = []
-    for path in iter_problems(args.root):
-        name = f"{path.parent.name}/{path.stem}"
-        if args.only and not any(s in name for s in args.only):
-            continue
-        t = time.perf_counter()
-        try:
-            rec = calibrate(path, sizes=args.sizes, seed=args.seed, n_sets=args.sets, device=args.device)
-        except Exception as exc:  # the judge could not build the references: say so, go on
-            rec = {"name": name, "precision": None, "candidates": {},
-                   "failed": f"{type(exc).__name__}: {exc}"[:300], "seconds": round(time.perf_counter() - t, 3)}
+    names = [(path, f"{path.parent.name}/{path.stem}") for path in iter_problems(args.root)]
+    names = [(p, n) for p, n in names if not args.only or any(s in n for s in args.only)]
+    order = {n: i for i, (_, n) in enumerate(names)}
+    records: list[dict[str, Any]] = []
+
+    def done(rec: dict[str, Any]) -> None:
         records.append(rec)
-        if args.device == "cuda":
-            gc.collect()
-            torch.cuda.empty_cache()
-        print(f"{name}: {rec['seconds']:.1f} s  " + (f"FAILED {rec['failed']}" if "failed" in rec else "  ".join(
+        records.sort(key=lambda r: order[r["name"]])
+        print(f"{rec['name']}: {rec['seconds']:.1f} s  " + (f"FAILED {rec['failed']}" if "failed" in rec else "  ".join(
             f"{c}={cell(rec['candidates'].get(c))}" for c in cands)), file=sys.stderr, flush=True)
         # What is done so far survives a run cut short (a device call's time limit).
         partial = build_payload(args, records, env, time.perf_counter() - t0, partial=True)
         write_result(args.out, partial)
         (RESULTS / f"{args.out}.md").write_text(markdown(partial))
+
+    jobs = [(p, n, args.sizes, args.seed, args.sets, args.device) for p, n in names]
+    if args.jobs <= 1:
+        for job in jobs:
+            done(_one_problem(*job))
+    else:  # problems are independent (each its own seeded inputs): one process each, `--jobs` at a time
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for fut in as_completed([pool.submit(_one_problem, *job) for job in jobs]):
+                done(fut.result())
     payload = build_payload(args, records, env, time.perf_counter() - t0)
     summary = payload["summary"]
     print(table(headers(cands), rows_of(records, cands)))

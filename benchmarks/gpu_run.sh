@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # GPU work for one device call; results land in benchmarks/results and in $OUT/results.tgz.
-#   source .device-kit/setup.sh && bash benchmarks/gpu_run.sh MODE
-# Modes by purpose:
+#   source .device-kit/setup.sh && bash benchmarks/gpu_run.sh MODE [MODE...]
+# Several modes run in one call in the order of this file. Modes by purpose:
 #   tests      the evaluator's GPU tests (JUnit) and the CUDA exploit table, then skill latency
 #   tests-build  every other GPU test (builds, libraries, the bundled solutions' compile test)
+#   calibrate  the precision calibration on cuda (benchmarks/calibrate_precision.py); CAL_BG=1 runs it beside the next modes
+#   reference  kagent bench --reference over the bundled problems: every bundled solution's final reward
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
@@ -22,6 +24,8 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 
 OUT=${OUT:-/tmp/kagent-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
 python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' | tee -a "$OUT/gpu.txt"
+MODES=" $* "
+is() { case "$MODES" in *" $1 "*) return 0;; esac; return 1; }
 step() { echo "=== $1 ($(date +%T))"; }
 # SIGINT first: pytest then still writes its JUnit file, a benchmark its partial JSON
 run() { local t=$1 log=$2; shift 2; timeout -s INT -k 20 "$t" "$@" > "$OUT/$log" 2>&1; echo "exit $?" >> "$OUT/$log"; tail -"${TAIL:-25}" "$OUT/$log"; }
@@ -39,69 +43,83 @@ step preflight; preflight
 # The whole GPU suite no longer fits one call (70 tests: 45 ran in 420 s on 2026-12-03): `tests` runs
 # the evaluator's GPU files (the exploit table reads them), `tests-build` every other GPU test.
 EVAL_GPU_TESTS="tests/skills/evaluator/test_gpu_eval.py tests/skills/evaluator/test_gpu_trust.py tests/skills/evaluator/test_gpu_memory.py"
-if [ "$1" = tests-build ]; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
-  step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)
+if is calibrate; then  # judged on precision only, no clock: CAL_BG=1 lets it overlap the builds of tests-build
+  step calibrate
+  if [ -n "${CAL_BG:-}" ]; then TAIL=12 run "${T_CAL:-420}" calibrate.log python3 benchmarks/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" & CAL_PID=$!
+  else TAIL=12 run "${T_CAL:-420}" calibrate.log python3 benchmarks/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}"; fi
 fi
-if [ "$1" = tests ]; then
+if is tests-build; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
+  step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 ${BUILD_JOBS:+-n $BUILD_JOBS} --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)
+fi
+[ -z "${CAL_PID:-}" ] || { step wait-calibrate; wait "$CAL_PID"; CAL_PID=; }  # nothing timed runs beside it
+if is tests; then
   python3 -c 'import skills.evaluator.harness.timing as t; print("persisting-L2 reset:", t.reset_l2)' | tee -a "$OUT/gpu.txt"
   step pytest; TAIL=60 run "${T_TESTS:-450}" pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml $EVAL_GPU_TESTS
   step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
-  step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
+  [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200; }
 fi
-if [ "$1" = tests-eval ]; then  # the evaluator's GPU tests in two JUnit files (each survives the other's timeout), latency, the memory plan's hard cases
+if is tests-eval; then  # the evaluator's GPU tests in two JUnit files (each survives the other's timeout), latency, the memory plan's hard cases
   step pytest-solutions; TAIL=30 run "${T_SOL:-300}" pytest_gpu_solutions.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-solutions-h200.xml tests/skills/evaluator/test_gpu_eval.py -k reference_solution
   step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-h200.xml tests/skills/evaluator/test_gpu_eval.py tests/skills/evaluator/test_gpu_trust.py tests/skills/evaluator/test_gpu_memory.py -k "not reference_solution"
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200; }
 fi
-if [ "$1" = rest ]; then  # what tests-eval leaves: library builds on the GPU, level-3 solutions, the cold load_inline test; latency; timing CV of 10 profiles
+if is rest; then  # what tests-eval leaves: library builds on the GPU, level-3 solutions, the cold load_inline test; latency; timing CV of 10 profiles
   step pytest-rest; TAIL=30 run "${T_REST:-150}" pytest_gpu_rest.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 100 --junitxml=benchmarks/results/gpu-junit-rest-h200.xml tests/skills/evaluator/test_build_libraries.py "tests/skills/evaluator/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/02_gru_seq]" "tests/skills/evaluator/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/03_mlp_block]" "tests/skills/evaluator/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/07_small_cnn]" tests/skills/evaluator/test_gpu_trust.py::test_load_inline_cache_on_cuda
   step latency; TAIL=8 run 70 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
   step stability; TAIL=8 run "${T_STAB:-90}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-h200
 fi
-if [ "$1" = trust ]; then  # the trust boundary on cuda: each cheat its check catches, fair kernels through the same checks
+if is trust; then  # the trust boundary on cuda: each cheat its check catches, fair kernels through the same checks
   step pytest-trust; TAIL=30 run "${T_TRUST:-210}" pytest_gpu_trust.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 120 --junitxml=benchmarks/results/gpu-junit-trust-h200.xml tests/skills/evaluator/test_gpu_trust.py tests/skills/evaluator/test_gpu_eval.py -k "(fair or moved or fake_clock or lead_hides or side_stream or frame or partial or (reference_solution and level1)) and not load_inline"
   step pytest-ext-cache; TAIL=20 run "${T_EXT:-170}" pytest_gpu_ext_cache.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 165 --junitxml=benchmarks/results/gpu-junit-ext-cache-h200.xml tests/skills/evaluator/test_gpu_trust.py::test_load_inline_cache_on_cuda
   step latency; TAIL=8 run 60 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
   step stability; TAIL=8 run "${T_STAB:-90}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-h200
 fi
-if [ "$1" = kernelbench ]; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
+if is kernelbench; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
   step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME} ${KB_ARGS:-}
 fi
-if [ "$1" = inline ]; then  # a load_inline file per KernelBench problem, built ahead and graded by kagent bench (resumable: INLINE_OUT)
+if is inline; then  # a load_inline file per KernelBench problem, built ahead and graded by kagent bench (resumable: INLINE_OUT)
   step inline-set; python3 benchmarks/make_inline_set.py ${KB:-../shared/kernelbench} --out "${INLINE_SET:-/tmp/kb-inline}"
   step inline-bench; TAIL=30 run "${T_INLINE:-540}" bench_inline.log python3 -m runtime.cli bench ${KB:-../shared/kernelbench} --solutions "${INLINE_SET:-/tmp/kb-inline}" --set scheduler.eval.torch_allowed=true --no-progress --out "${INLINE_OUT:-benchmarks/results/kb-inline-h200}"
 fi
-if [ "$1" = parity ]; then  # why the problem's own Model reads slower as the candidate than as the eager baseline
+if is reference; then  # kagent bench --reference: the bundled solutions' final rewards, table.md and speedup.png
+  step reference; TAIL=30 run "${T_REF:-330}" bench_reference.log python3 -m runtime.cli bench problems --reference --backend cuda --no-progress --out "${REF_OUT:-benchmarks/results/bench-reference-h200}"
+fi
+if is parity; then  # why the problem's own Model reads slower as the candidate than as the eager baseline
   step parity; TAIL=40 run "${T_PAR:-320}" probe_parity.log python3 benchmarks/probe_parity.py ${KB:-../shared/kernelbench} --problems ${PAR_PROBLEMS:-level2/10_ level1/4_ level1/96_ level1/94_ level1/99_ level1/88_} --out parity-h200
   step latency; TAIL=8 run 60 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200
   step stability; TAIL=8 run "${T_STAB:-150}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-h200
 fi
-if [ "$1" = bench ]; then
+if is bench; then
   step stability; TAIL=8 run 150 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-h200
   step solutions; TAIL=20 run 300 bench_solutions.log python3 benchmarks/bench_eval.py solutions --out eval-solutions-h200
   step ncu; TAIL=14 run 60 bench_ncu.log python3 benchmarks/bench_eval.py ncu --baselines eager --out eval-ncu-h200
 fi
-if [ "$1" = fair ]; then
+if is fair; then
   step repeat-quiet; TAIL=16 run 200 bench_repeat_quiet.log python3 benchmarks/bench_eval.py repeatability --runs 10 --out eval-repeatability-quiet-h200
   step repeat-compiles; TAIL=16 run 260 bench_repeat_compiles.log python3 benchmarks/bench_eval.py repeatability --runs 10 --load compiles --compiles 8 --out eval-repeatability-compiles-h200
 fi
-if [ "$1" = ipc ]; then
+if is ipc; then
   step ipc; TAIL=40 run 300 cuda_ipc_probe.log python3 benchmarks/cuda_ipc_probe.py --out benchmarks/results/cuda-ipc-probe-h200.json
 fi
-if [ "$1" = stability ]; then
+if is stability; then
   step stability; TAIL=8 run 270 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-h200
   step sandbox; TAIL=8 run 90 bench_sandbox.log python3 benchmarks/bench_sandbox.py --backend cuda --repeats 10 --out sandbox-overhead-h200
 fi
-if [ "$1" = compile ]; then
+if is compile; then
   step compile; TAIL=12 run 110 bench_compile.log python3 benchmarks/bench_compile.py --out compile-h200
 fi
-if [ "$1" = train ]; then  # trainer step benchmark, then GPU slot occupancy of the runtime
+if is train; then  # trainer step benchmark, then GPU slot occupancy of the runtime
   python3 -c 'import transformers, peft, accelerate; print("transformers", transformers.__version__, "peft", peft.__version__, "accelerate", accelerate.__version__)' | tee -a "$OUT/gpu.txt"
   step trainer; TAIL=30 run 280 bench_trainer.log python3 benchmarks/bench_trainer.py
   step gpu-busy; TAIL=20 run 200 bench_runtime_gpu.log python3 benchmarks/bench_runtime.py --gpu-busy --seconds 100 --warmup 45 --gpu-slots 1 --in-flight 8 --baselines eager
 fi
-if [ "$1" = e2e ]; then  # kagentd end to end on cuda: openai client -> scripted policy -> skills -> verified answer
+if is e2e; then  # kagentd end to end on cuda: openai client -> scripted policy -> skills -> verified answer
   step service; TAIL=60 run 330 bench_service_cuda.log python3 benchmarks/bench_service.py --backend cuda --requests 2
 fi
+[ -z "${CAL_PID:-}" ] || wait "$CAL_PID"
 step done
 tar czf "$OUT/results.tgz" benchmarks/results
+# a call returns at most 8 files: past 7, the logs travel as one archive
+if [ "$(ls "$OUT" | wc -l)" -gt 7 ]; then
+  (cd "$OUT" && tar czf logs.tgz --exclude results.tgz --exclude logs.tgz --exclude gpu.txt . && find . -maxdepth 1 -name '*.log' -delete)
+fi
