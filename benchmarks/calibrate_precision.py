@@ -1046,6 +1046,13 @@ def build_payload(args: argparse.Namespace, records: list[dict[str, Any]], env: 
             **({"partial": True} if partial else {}), "problems": records}
 
 
+def _short_of_memory(rec: dict[str, Any]) -> bool:
+    """The record failed, or a candidate raised, for want of GPU memory (not a verdict on precision)."""
+    notes = [rec.get("failed") or ""] + [c.get("note") or "" for c in rec.get("candidates", {}).values()
+                                          if isinstance(c, dict)]
+    return any("OutOfMemoryError" in n or ("ProblemRefused" in n and "GPU memory" in n) for n in notes)
+
+
 def _one_problem(path: Path, name: str, sizes: str, seed: int, n_sets: int, device: str) -> dict[str, Any]:
     t = time.perf_counter()
     try:
@@ -1110,6 +1117,14 @@ def main() -> None:
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             for fut in as_completed([pool.submit(_one_problem, *job) for job in jobs]):
                 done(fut.result())
+        # Problems side by side can run the GPU out of memory where one alone fits: those again, alone.
+        again = [job for job in jobs if _short_of_memory(next(r for r in records if r["name"] == job[1]))]
+        if again:
+            print(f"again alone, out of GPU memory beside the others: {' '.join(j[1] for j in again)}",
+                  file=sys.stderr, flush=True)
+            for job in again:
+                records[:] = [r for r in records if r["name"] != job[1]]
+                done(_one_problem(*job))
     payload = build_payload(args, records, env, time.perf_counter() - t0)
     summary = payload["summary"]
     print(table(headers(cands), rows_of(records, cands)))

@@ -49,7 +49,7 @@ if is calibrate; then  # judged on precision only, no clock: CAL_BG=1 lets it ov
   else TAIL=12 run "${T_CAL:-420}" calibrate.log python3 benchmarks/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}"; fi
 fi
 if is tests-build; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
-  step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 ${BUILD_JOBS:+-n $BUILD_JOBS} --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)
+  step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 ${BUILD_JOBS:+-n $BUILD_JOBS -p no:benchmark} --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)
 fi
 [ -z "${CAL_PID:-}" ] || { step wait-calibrate; wait "$CAL_PID"; CAL_PID=; }  # nothing timed runs beside it
 if is tests; then
