@@ -51,7 +51,7 @@ import math
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,15 +208,19 @@ BLOCK = 64
 """Block length of the `blocked` candidate (partials by torch, then added left to right)."""
 
 
-def _seq(parts: list[torch.Tensor], how: str) -> torch.Tensor:
-    """Partials added in fp32: left to right (seq, blocked), as a tree (pairwise), compensated (kahan)."""
+def _seq(parts: Iterable[torch.Tensor], how: str) -> torch.Tensor:
+    """Partials added in fp32: left to right (seq, blocked), as a tree (pairwise), compensated (kahan).
+    Left to right and compensated take the partials one at a time (a generator holds one: the rank-1
+    updates of a 4096-deep matmul, all held at once, outgrew the H200's memory)."""
     if how == "pairwise":
+        parts = list(parts)
         while len(parts) > 1:
             parts = [parts[i] + parts[i + 1] if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
         return parts[0]
-    acc = parts[0]
+    it = iter(parts)
+    acc = next(it)
     comp = torch.zeros_like(acc)
-    for t in parts[1:]:
+    for t in it:
         if how == "kahan":
             y = t - comp
             nxt = acc + y
@@ -301,7 +305,7 @@ def _mm(a: torch.Tensor, b: torch.Tensor, how: str, func: Any) -> torch.Tensor:
         step = BLOCK if how == "blocked" else 16
         parts = [func(a[..., i:i + step], b[..., i:i + step, :]) for i in range(0, k, step)]
         return _seq(parts, "seq" if how == "blocked" else "pairwise")
-    return _seq([a[..., i:i + 1] * b[..., i:i + 1, :] for i in range(k)], how)
+    return _seq((a[..., i:i + 1] * b[..., i:i + 1, :] for i in range(k)), how)
 
 
 def _online(x: torch.Tensor, d: int) -> tuple[torch.Tensor, torch.Tensor]:
