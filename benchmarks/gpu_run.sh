@@ -4,7 +4,7 @@
 # Several modes run in one call in the order of this file. Modes by purpose:
 #   tests      the evaluator's GPU tests (JUnit) and the CUDA exploit table, then skill latency
 #   tests-build  every other GPU test (builds, libraries, the bundled solutions' compile test)
-#   calibrate  the precision calibration on cuda (benchmarks/calibrate_precision.py); CAL_BG=1 runs it beside the next modes
+#   calibrate  the precision calibration on cuda (scripts/calibrate_precision.py); CAL_BG=1 runs it beside the next modes
 #   reference  kagent bench --reference over the bundled problems: every bundled solution's final reward
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
@@ -45,8 +45,8 @@ step preflight; preflight
 EVAL_GPU_TESTS="tests/skills/evaluator/test_gpu_eval.py tests/skills/evaluator/test_gpu_trust.py tests/skills/evaluator/test_gpu_memory.py"
 if is calibrate; then  # judged on precision only, no clock: CAL_BG=1 lets it overlap the builds of tests-build
   step calibrate
-  if [ -n "${CAL_BG:-}" ]; then TAIL=12 run "${T_CAL:-420}" calibrate.log python3 benchmarks/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" ${CAL_OUT:+--out $CAL_OUT} ${CAL_ONLY:+--only $CAL_ONLY} & CAL_PID=$!
-  else TAIL=12 run "${T_CAL:-420}" calibrate.log python3 benchmarks/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" ${CAL_OUT:+--out $CAL_OUT} ${CAL_ONLY:+--only $CAL_ONLY}; fi
+  if [ -n "${CAL_BG:-}" ]; then TAIL=12 run "${T_CAL:-420}" calibrate.log python3 scripts/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" ${CAL_OUT:+--out $CAL_OUT} ${CAL_ONLY:+--only $CAL_ONLY} & CAL_PID=$!
+  else TAIL=12 run "${T_CAL:-420}" calibrate.log python3 scripts/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" ${CAL_OUT:+--out $CAL_OUT} ${CAL_ONLY:+--only $CAL_ONLY}; fi
 fi
 if is tests-build; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
   step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 ${BUILD_JOBS:+-n $BUILD_JOBS -p no:benchmark} ${BUILD_K:+-k "$BUILD_K"} --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)
@@ -55,7 +55,7 @@ fi
 if is tests; then
   python3 -c 'import skills.evaluator.harness.timing as t; print("persisting-L2 reset:", t.reset_l2)' | tee -a "$OUT/gpu.txt"
   step pytest; TAIL=60 run "${T_TESTS:-450}" pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml $EVAL_GPU_TESTS
-  step exploits; TAIL=6 run 15 exploits.log python3 benchmarks/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
+  step exploits; TAIL=6 run 15 exploits.log python3 scripts/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200; }
 fi
 if is tests-eval; then  # the evaluator's GPU tests in two JUnit files (each survives the other's timeout), latency, the memory plan's hard cases

@@ -1,6 +1,6 @@
 """Precision calibration (issue 3): do fair fp32 candidates pass and downcasts fail?
 
-    python benchmarks/calibrate_precision.py [--device cpu|cuda] [--sizes small|default]
+    python scripts/calibrate_precision.py [--device cpu|cuda] [--sizes small|default]
                                              [--out precision-calibration-cpu] [--only SUBSTR ...]
                                              [--sets 3] [--seed 0]
 
@@ -910,7 +910,7 @@ def markdown(payload: dict[str, Any]) -> str:
         "",
         f"{env['date']}, torch {env['torch']}, {where}, sizes={payload['sizes']}, seed={payload['seed']},"
         f" {payload['n_sets']} input set(s) per problem, {payload['seconds']:.0f} s."
-        " Produced by `benchmarks/calibrate_precision.py`; references built by the judge"
+        " Produced by `scripts/calibrate_precision.py`; references built by the judge"
         f" (`Judge` on device {device}), candidates graded by `compare_output`.",
         "",
         *([f"**Partial: written after {len(payload['problems'])} problem(s); the run did not finish.**", ""]

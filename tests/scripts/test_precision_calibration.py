@@ -1,6 +1,6 @@
 """The error budget (skills/evaluator/harness/compare.py) separates fair fp32 answers from downcasts.
 
-A fast slice of `benchmarks/calibrate_precision.py` (issue 3): references built by the judge
+A fast slice of `scripts/calibrate_precision.py` (issue 3): references built by the judge
 itself on the CPU, candidates graded by `compare_output`. Fair candidates (another thread count,
 legal reorderings, 2 ulps on half the elements) must pass; bf16 and fp16 must fail on fp32
 problems, and TF32 emulation on the fp32 matmul/conv problems. A known miss is a strict xfail
@@ -22,7 +22,7 @@ import torch
 # benchmarks/ is not an installed package: importable from the repository root only.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks.calibrate_precision import (  # noqa: E402
+from scripts.calibrate_precision import (  # noqa: E402
     build_payload,
     calibrate,
     device_candidates,
