@@ -45,8 +45,8 @@ step preflight; preflight
 EVAL_GPU_TESTS="tests/skills/evaluator/test_gpu_eval.py tests/skills/evaluator/test_gpu_trust.py tests/skills/evaluator/test_gpu_memory.py"
 if is calibrate; then  # judged on precision only, no clock: CAL_BG=1 lets it overlap the builds of tests-build
   step calibrate
-  if [ -n "${CAL_BG:-}" ]; then TAIL=12 run "${T_CAL:-420}" calibrate.log python3 scripts/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" ${CAL_OUT:+--out $CAL_OUT} ${CAL_ONLY:+--only $CAL_ONLY} & CAL_PID=$!
-  else TAIL=12 run "${T_CAL:-420}" calibrate.log python3 scripts/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" ${CAL_OUT:+--out $CAL_OUT} ${CAL_ONLY:+--only $CAL_ONLY}; fi
+  cal() { TAIL=12 run "${T_CAL:-420}" calibrate.log python3 scripts/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" ${CAL_OUT:+--out $CAL_OUT} ${CAL_ONLY:+--only $CAL_ONLY}; }
+  if [ -n "${CAL_BG:-}" ]; then cal & CAL_PID=$!; else cal; fi
 fi
 if is tests-build; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
   step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 ${BUILD_JOBS:+-n $BUILD_JOBS -p no:benchmark} ${BUILD_K:+-k "$BUILD_K"} --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)
@@ -116,7 +116,6 @@ fi
 if is e2e; then  # kagentd end to end on cuda: openai client -> scripted policy -> skills -> verified answer
   step service; TAIL=60 run 330 bench_service_cuda.log python3 benchmarks/bench_service.py --backend cuda --requests 2
 fi
-[ -z "${CAL_PID:-}" ] || wait "$CAL_PID"
 step done
 tar czf "$OUT/results.tgz" benchmarks/results
 # a call returns at most 8 files: past 7, the logs travel as one archive

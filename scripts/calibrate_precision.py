@@ -1098,37 +1098,39 @@ def main() -> None:
     t0 = time.perf_counter()
     names = [(path, f"{path.parent.name}/{path.stem}") for path in iter_problems(args.root)]
     names = [(p, n) for p, n in names if not args.only or any(s in n for s in args.only)]
-    order = {n: i for i, (_, n) in enumerate(names)}
-    records: list[dict[str, Any]] = []
+    by_name: dict[str, dict[str, Any]] = {}  # a problem calibrated again replaces its record
 
-    def done(rec: dict[str, Any]) -> None:
-        records.append(rec)
-        records.sort(key=lambda r: order[r["name"]])
-        print(f"{rec['name']}: {rec['seconds']:.1f} s  " + (f"FAILED {rec['failed']}" if "failed" in rec else "  ".join(
+    def in_order() -> list[dict[str, Any]]:
+        return [by_name[n] for _, n in names if n in by_name]
+
+    def done(name: str, rec: dict[str, Any]) -> None:
+        by_name[name] = rec
+        print(f"{name}: {rec['seconds']:.1f} s  " + (f"FAILED {rec['failed']}" if "failed" in rec else "  ".join(
             f"{c}={cell(rec['candidates'].get(c))}" for c in cands)), file=sys.stderr, flush=True)
         # What is done so far survives a run cut short (a device call's time limit).
-        partial = build_payload(args, records, env, time.perf_counter() - t0, partial=True)
+        partial = build_payload(args, in_order(), env, time.perf_counter() - t0, partial=True)
         write_result(args.out, partial)
         (RESULTS / f"{args.out}.md").write_text(markdown(partial))
 
     jobs = [(p, n, args.sizes, args.seed, args.sets, args.device) for p, n in names]
     if args.jobs <= 1:
         for job in jobs:
-            done(_one_problem(*job))
+            done(job[1], _one_problem(*job))
     else:  # problems are independent (each its own seeded inputs): one process each, `--jobs` at a time
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for fut in as_completed([pool.submit(_one_problem, *job) for job in jobs]):
-                done(fut.result())
+            futures = {pool.submit(_one_problem, *job): job[1] for job in jobs}
+            for fut in as_completed(futures):
+                done(futures[fut], fut.result())
         # Problems side by side can run the GPU out of memory where one alone fits: those again, alone.
-        again = [job for job in jobs if _short_of_memory(next(r for r in records if r["name"] == job[1]))]
+        again = [job for job in jobs if _short_of_memory(by_name[job[1]])]
         if again:
             print(f"again alone, out of GPU memory beside the others: {' '.join(j[1] for j in again)}",
                   file=sys.stderr, flush=True)
             for job in again:
-                records[:] = [r for r in records if r["name"] != job[1]]
-                done(_one_problem(*job))
+                done(job[1], _one_problem(*job))
+    records = in_order()
     payload = build_payload(args, records, env, time.perf_counter() - t0)
     summary = payload["summary"]
     print(table(headers(cands), rows_of(records, cands)))
