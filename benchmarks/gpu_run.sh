@@ -5,6 +5,7 @@
 #   tests      the evaluator's GPU tests (JUnit) and the CUDA exploit table, then skill latency
 #   tests-build  every other GPU test (builds, libraries, the bundled solutions' compile test)
 #   calibrate  the precision calibration on cuda (scripts/calibrate_precision.py); CAL_BG=1 runs it beside the next modes
+#   probes     NVML's per-process samples with another process on the GPU; conv problems' time by cuDNN algorithm choice
 #   reference  kagent bench --reference over the bundled problems: every bundled solution's final reward
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
@@ -47,6 +48,11 @@ if is calibrate; then  # judged on precision only, no clock: CAL_BG=1 lets it ov
   step calibrate
   cal() { TAIL=12 run "${T_CAL:-420}" calibrate.log python3 scripts/calibrate_precision.py --device cuda --jobs "${CAL_JOBS:-4}" ${CAL_OUT:+--out $CAL_OUT} ${CAL_ONLY:+--only $CAL_ONLY}; }
   if [ -n "${CAL_BG:-}" ]; then cal & CAL_PID=$!; else cal; fi
+fi
+if is probes; then  # evidence for the shared-GPU check and for the library solutions (PROBE_COMPILE: problems also timed under torch.compile)
+  step probe-sharing; TAIL=20 run 120 probe_sharing.log python3 benchmarks/probe_gpu_sharing.py
+  step probe-conv; TAIL=16 run "${T_PROBE:-150}" probe_conv.log python3 benchmarks/probe_conv_algos.py
+  [ -z "${PROBE_COMPILE:-}" ] || { step probe-compile; TAIL=16 run "${T_PROBE_COMPILE:-240}" probe_compile.log python3 benchmarks/probe_conv_algos.py --compile --out conv-algos-compile-h200 $PROBE_COMPILE; }
 fi
 if is tests-build; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
   step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 ${BUILD_JOBS:+-n $BUILD_JOBS -p no:benchmark} ${BUILD_K:+-k "$BUILD_K"} --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)

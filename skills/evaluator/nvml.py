@@ -25,8 +25,19 @@ class _Proc(ctypes.Structure):
                 ("gpu_instance", ctypes.c_uint), ("compute_instance", ctypes.c_uint)]
 
 
+class _Util(ctypes.Structure):
+    """nvmlProcessUtilizationSample_t: one process's share of one sampling period, in percent."""
+
+    _fields_ = [("pid", ctypes.c_uint), ("timestamp", ctypes.c_ulonglong), ("sm", ctypes.c_uint),
+                ("mem", ctypes.c_uint), ("enc", ctypes.c_uint), ("dec", ctypes.c_uint)]
+
+
+_NOT_FOUND, _INSUFFICIENT_SIZE = 6, 7
+
+
 class Nvml:
-    """One device's handle: the memory each process holds there, in bytes."""
+    """One device's handle: the memory each process holds there, in bytes, and the share of the
+    SMs each process used (`utilization`)."""
 
     def __init__(self, lib: ctypes.CDLL, handle: ctypes.c_void_p) -> None:
         self.lib = lib
@@ -58,6 +69,38 @@ class Nvml:
         if self._procs(self.handle, ctypes.byref(count), infos) != 0:
             return {}
         return {int(infos[i].pid): int(infos[i].used) for i in range(count.value)}
+
+    def utilization(self, since_us: int) -> list[tuple[int, int, int]] | None:
+        """(pid, timestamp us, SM percent) of every per-process sample the driver took after
+        `since_us` (Unix time in microseconds, as `time.time_ns() // 1000`); None where the driver
+        cannot report per-process utilisation (an old driver, MIG, a vGPU): "not measured".
+
+        The driver samples each process that ran kernels, over periods of its own (seen on the H200:
+        benchmarks/results/gpu-sharing-probe-h200.json); a process with a context and no kernels has
+        no sample, or a sample of 0."""
+        fn = getattr(self.lib, "nvmlDeviceGetProcessUtilization", None)
+        if fn is None:
+            return None
+        since = ctypes.c_ulonglong(since_us)
+        for _ in range(3):  # the count can grow between the two calls
+            count = ctypes.c_uint(0)
+            rc = fn(self.handle, None, ctypes.byref(count), since)
+            if rc == _NOT_FOUND:
+                return []
+            if rc not in (0, _INSUFFICIENT_SIZE):
+                return None
+            n = count.value + 8
+            samples = (_Util * n)()
+            count = ctypes.c_uint(n)
+            rc = fn(self.handle, samples, ctypes.byref(count), since)
+            if rc == _NOT_FOUND:
+                return []
+            if rc == 0:
+                return [(int(samples[i].pid), int(samples[i].timestamp), int(samples[i].sm))
+                        for i in range(min(count.value, n))]
+            if rc != _INSUFFICIENT_SIZE:
+                return None
+        return None
 
 
 class MemorySampler:
