@@ -85,6 +85,10 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     clock_marks: bool = True
     """Candidate timed calls mark their start and end on a kernel-stamped socket that the parent
     checks the reported times against (skills/evaluator/marks.py; EXPLOITS row 4). Off only to measure it."""
+    shared_gpu_check: bool = True
+    """cuda: a process outside the evaluation that runs kernels on its GPU during the timed calls
+    (NVML's per-process SM samples) makes the evaluation an environment fault, reward None, instead
+    of flags and speedups skewed by it (skills/evaluator/sharing.py). Off only to measure the effect."""
     measure_memory: bool = True
     """Measure memory from outside the workers into EvalResult.memory: on cuda each worker's GPU peak
     (NVML, skills/evaluator/nvml.py); on both backends ModelNew's footprint during its calls

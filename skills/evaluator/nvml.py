@@ -155,6 +155,11 @@ class TreePeaks:
         self.window: dict[str, int] | None = None
         """Peaks since open_window() (None: no window open): one stretch of calls."""
 
+    def owner(self, pid: int) -> str | None:
+        """The tree `pid` belongs to (None: none of them), kept from the first look: a pid seen
+        while it lived keeps its owner after it exits."""
+        return self._owner(pid)
+
     def _owner(self, pid: int) -> str | None:
         if pid not in self._of:
             p, hops = pid, 0

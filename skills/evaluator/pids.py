@@ -116,7 +116,7 @@ class PidsGroup:
         forked while it was moved)."""
         for _ in range(10):
             inside = self.procs()
-            outside = [p for p in _descendants(pid) if p not in inside]
+            outside = [p for p in descendants(pid) if p not in inside]
             if not outside:
                 break
             for p in outside:
@@ -165,7 +165,7 @@ def _sweep(base: Path) -> None:
             continue  # busy again, or removed by another evaluator
 
 
-def _descendants(pid: int) -> list[int]:
+def descendants(pid: int) -> list[int]:
     """`pid` and every live process below it (a /proc scan; zombies cannot be moved, so left out)."""
     children: dict[int, list[int]] = {}
     live = set()

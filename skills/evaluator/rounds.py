@@ -16,6 +16,7 @@ from skills.evaluator.harness import protocol as P
 from skills.evaluator.paired import merged, paired_speedup, straddles
 from skills.evaluator.results import Flag, TimingResult
 from skills.evaluator.schedstat import TreeClock, cpu_between, worker_pid
+from skills.evaluator.sharing import check_sharing
 from skills.evaluator.state import EvalState, timing_result
 from skills.evaluator.timing_checks import (
     HANDOFF_SLACK_US,
@@ -57,6 +58,7 @@ async def paired_rounds(judge: Worker, cand: Worker, state: EvalState, ready: P.
         if len(cands) >= cfg.paired.max_rounds or (
                 len(cands) >= cfg.paired.min_rounds and not any(straddles(s, cfg.margin) for s in state.paired)):
             break
+    check_sharing(state)  # while the candidate's processes live: its own kernels are told apart
     await cand.close()
     state.candidate = _merged_result(cands, cand_samples)
     state.eager = _merged_result(bases["eager"], base_samples["eager"]) if "eager" in bases else None

@@ -18,13 +18,14 @@ from skills.evaluator.config import EvalConfig
 from skills.evaluator.footprint import CandidateFootprint
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.launch import Scratch, Slot
-from skills.evaluator.nvml import MemorySampler, Nvml
-from skills.evaluator.pids import PidsGroup
+from skills.evaluator.nvml import MemorySampler, Nvml, TreePeaks
+from skills.evaluator.pids import PidsGroup, descendants
 from skills.evaluator.pids import hierarchy as pids_hierarchy
 from skills.evaluator.precision_code import declares_tf32, scan_build
 from skills.evaluator.quota import DiskQuota
 from skills.evaluator.results import MemoryUse, Stage
 from skills.evaluator.rounds import calls_window, candidate_round, from_judge, paired_rounds
+from skills.evaluator.sharing import SharingWatch, check_sharing
 from skills.evaluator.state import EvalState, environment_fault
 from skills.evaluator.workers import Worker, WorkerFailed
 
@@ -45,6 +46,13 @@ async def run_workers(problem: Path, built: BuildResult | None, slot: Slot,
         state.footprint = CandidateFootprint.cuda(sampler.nvml, tree)
     elif cfg.backend == "cpu" and cfg.measure_memory:
         state.footprint = CandidateFootprint.cpu(cand.proc.pid, judge.proc.pid)
+    nvml = sampler.nvml if sampler is not None else _nvml(cfg)
+    if nvml is not None and cfg.shared_gpu_check:
+        owners = tree if sampler is not None else TreePeaks({"judge": judge.proc.pid, "candidate": cand.proc.pid})
+        state.sharing = SharingWatch(
+            nvml, lambda pid: owners.owner(pid) is not None,
+            candidate_pids=lambda: group.procs() if group is not None else set(),
+            candidate_ns_roots=lambda: descendants(cand.proc.pid))
     async with anyio.create_task_group() as tg:
         tg.start_soon(judge.drain_stderr)
         tg.start_soon(cand.drain_stderr)
@@ -74,6 +82,17 @@ async def run_workers(problem: Path, built: BuildResult | None, slot: Slot,
 
 
 _SAMPLERS: dict[str, MemorySampler | None] = {}
+_NVMLS: dict[str, Nvml | None] = {}
+
+
+def _nvml(cfg: EvalConfig) -> Nvml | None:
+    """NVML for the evaluation's GPU where no memory sampler holds it (None: cpu, or unreadable)."""
+    if cfg.backend != "cuda":
+        return None
+    key = cfg.gpu or "0"
+    if key not in _NVMLS:
+        _NVMLS[key] = Nvml.open(int(key) if key.isdigit() else 0)
+    return _NVMLS[key]
 
 
 def memory_sampler(cfg: EvalConfig) -> MemorySampler | None:
@@ -176,9 +195,15 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
 
     t = time.perf_counter()
     state.stage = "timing"
+    state.flags_at_timing = len(state.flags)
+    if state.sharing is not None:
+        state.sharing.begin()
     if state.mode != "final" or cfg.paired.min_rounds <= 0:
         state.candidate, _ = await candidate_round(judge, cand, state, ready, seed, nonce, 0)
+        check_sharing(state)
         await cand.close()  # free its memory and the GPU before baselines run
+        if state.environment_fault is not None:
+            return
         state.times.timing = time.perf_counter() - t
         t = time.perf_counter()
         state.stage = "baseline"

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skills.evaluator.config import TORCH_RULE_FLAGS, EvalConfig
 from skills.evaluator.footprint import CandidateFootprint
@@ -29,6 +30,9 @@ from skills.evaluator.results import (
 )
 from skills.evaluator.reward import get_reward_fn, memory_limit
 from skills.evaluator.stats import coefficient_of_variation, median_interval
+
+if TYPE_CHECKING:
+    from skills.evaluator.sharing import SharingWatch
 
 
 class EvalState:
@@ -69,6 +73,10 @@ class EvalState:
         """ModelNew's footprint, measured around its calls (None: not measured)."""
         self.baseline_bytes: dict[str, int] = {}
         """Each baseline's footprint (the largest of its rounds'; from the cache where its time is)."""
+        self.sharing: SharingWatch | None = None
+        """cuda: who else ran kernels on the GPU during the timed calls (skills/evaluator/sharing.py)."""
+        self.flags_at_timing = 0
+        """len(flags) when the timed calls began: the flags a shared GPU makes void are the later ones."""
 
     def add_flags(self, flags: list[Flag]) -> None:
         """New flags (one per name), less the torch-op rule's where the config allows torch."""

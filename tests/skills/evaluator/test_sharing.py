@@ -1,0 +1,123 @@
+"""The shared-GPU check (skills/evaluator/sharing.py) on the CPU, NVML faked: a process outside the
+evaluation that used the SMs during the timed calls makes an environment fault and voids the flags
+raised meanwhile; the evaluation's own processes, idle contexts, gone pids and drivers without
+per-process samples do not. The real thing, on the H200: tests/skills/evaluator/test_gpu_sharing.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skills.evaluator import sharing
+from skills.evaluator.config import EvalConfig
+from skills.evaluator.results import Flag
+from skills.evaluator.sharing import SM_PERCENT, SharingWatch, check_sharing
+from skills.evaluator.state import EvalState, finish
+
+
+class FakeNvml:
+    def __init__(self, samples: list[tuple[int, int, int]] | None) -> None:
+        self.samples = samples
+        self.asked: list[int] = []
+
+    def utilization(self, since_us: int) -> list[tuple[int, int, int]] | None:
+        self.asked.append(since_us)
+        return self.samples
+
+
+@pytest.fixture
+def other() -> Iterator[int]:
+    """A live process outside any evaluation (stands for another job's GPU process)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _watch(samples: list[tuple[int, int, int]] | None, ours: set[int] = frozenset(),  # type: ignore[assignment]
+           cgroup: set[int] = frozenset()) -> SharingWatch:  # type: ignore[assignment]
+    w = SharingWatch(FakeNvml(samples), lambda pid: pid in ours, candidate_pids=lambda: cgroup)  # type: ignore[arg-type]
+    w.begin()
+    return w
+
+
+def test_a_busy_process_outside_the_evaluation_is_a_cotenant(other: int) -> None:
+    w = _watch([(other, 1, 3), (other, 2, 97), (os.getpid(), 2, 99)])
+    assert w.cotenants() == {other: 97}
+    cause = w.verdict()
+    assert cause is not None and f"pid {other}" in cause and "97%" in cause and "shared" in cause
+
+
+def test_the_evaluations_own_processes_are_not_cotenants(other: int) -> None:
+    assert _watch([(other, 1, 99)], ours={other}).verdict() is None  # the judge's or the candidate's tree
+    assert _watch([(other, 1, 99)], cgroup={other}).verdict() is None  # the candidate's pids cgroup (a double fork)
+    assert _watch([(os.getpid(), 1, 99)]).verdict() is None  # the parent itself
+
+
+def test_the_candidates_sandbox_namespace_is_the_candidates(other: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process in the sandbox's pid namespace is the candidate's whatever its ancestry says."""
+    inside = 424242
+    monkeypatch.setattr(sharing, "_pid_ns", lambda pid: "pid:[2]" if pid in (other, inside) else "pid:[1]")
+    w = SharingWatch(FakeNvml([(other, 1, 99)]), lambda pid: False, candidate_pids=set,  # type: ignore[arg-type]
+                     candidate_ns_roots=lambda: [inside])
+    w.begin()
+    assert w.verdict() is None
+
+
+def test_idle_contexts_gone_pids_and_unmeasured_drivers_are_not_cotenants(other: int) -> None:
+    assert _watch([(other, 1, SM_PERCENT - 1), (other, 2, 0)]).verdict() is None  # a context, a trickle
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert _watch([(gone.pid, 1, 99)]).cotenants() == {}  # cannot be told apart from the candidate's any more
+    w = _watch(None)
+    assert w.cotenants() is None and w.verdict() is None  # no per-process samples on this driver
+    assert _watch([]).verdict() is None
+    unstarted = SharingWatch(FakeNvml([(other, 1, 99)]), lambda pid: False, candidate_pids=set)  # type: ignore[arg-type]
+    assert unstarted.cotenants() is None  # begin() never ran: no window
+
+
+def test_the_window_starts_at_begin() -> None:
+    nvml = FakeNvml([])
+    w = SharingWatch(nvml, lambda pid: False, candidate_pids=set)  # type: ignore[arg-type]
+    before = time.time_ns() // 1000
+    w.begin()
+    w.verdict()
+    assert nvml.asked and before <= nvml.asked[0] <= time.time_ns() // 1000
+
+
+def _state(samples: list[tuple[int, int, int]]) -> EvalState:
+    state = EvalState(str(Path("problems/level1/02_swish.py")), EvalConfig(backend="cuda"), "final")
+    state.flags = [Flag(name="static_early", detail="raised before the timed calls")]
+    state.flags_at_timing = 1
+    state.sharing = SharingWatch(FakeNvml(samples), lambda pid: False, candidate_pids=set)  # type: ignore[arg-type]
+    state.sharing.begin()
+    return state
+
+
+def test_a_cotenant_makes_an_environment_fault_and_voids_the_timing_flags(other: int) -> None:
+    state = _state([(other, 1, 95)])
+    state.flags.append(Flag(name="timer_tampering", detail="parent clock 6 ms, candidate 0.6 ms"))
+    check_sharing(state)
+    assert state.environment_fault is not None and f"pid {other}" in state.environment_fault
+    assert "timer_tampering" in state.environment_fault and "void" in state.environment_fault
+    assert [f.name for f in state.flags] == ["static_early"]  # only the flags of the timed stretch go
+    assert state.error is not None and "environment fault" in state.error
+    result = finish(state)
+    assert result.reward is None and result.environment_fault == state.environment_fault
+    assert state.sharing is not None and state.sharing.since_us is None  # one verdict per stretch
+
+
+def test_a_quiet_gpu_changes_nothing(other: int) -> None:
+    state = _state([(other, 1, 0)])
+    state.flags.append(Flag(name="timer_tampering", detail="a real one"))
+    check_sharing(state)
+    assert state.environment_fault is None and state.error is None
+    assert [f.name for f in state.flags] == ["static_early", "timer_tampering"]
