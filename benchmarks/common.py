@@ -33,6 +33,27 @@ def environment() -> dict[str, Any]:
     }
 
 
+def cuda_median_us(fn: Any, calls: int = 20, warmup: int = 3) -> float:
+    """Median us of `calls` single calls of `fn` between CUDA events, L2 flushed before each (256 MiB
+    written), after `warmup` calls: the harness's way of timing one call, for probes."""
+    import statistics
+
+    import torch
+
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    out = []
+    for i in range(calls + warmup):
+        flush.zero_()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        if i >= warmup:
+            out.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(out)
+
+
 def table(headers: list[str], rows: list[list[Any]]) -> str:
     cells = [[_fmt(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,32 +23,13 @@ os.environ.setdefault("NVIDIA_TF32_OVERRIDE", "0")  # as in the candidate's envi
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import environment, table, write_result  # noqa: E402
+from benchmarks.common import cuda_median_us, environment, table, write_result  # noqa: E402
 
 DEFAULT = ["level1/35_conv2d_3x3", "level1/36_conv2d_stem_7x7", "level2/07_conv_batchnorm_relu",
            "level2/11_conv_maxpool_sigmoid", "level2/15_conv_gelu_global_avgpool",
            "level2/17_conv_groupnorm_silu", "level2/21_conv_relu_bias_add",
            "level3/06_resnet_basic_block", "level3/07_small_cnn", "level3/08_tiny_vgg",
            "level3/09_depthwise_separable_block"]
-
-
-def _time_us(fn: Any, calls: int = 30) -> float:
-    """Median of `calls` single calls between CUDA events, L2 flushed before each (the harness's way)."""
-    import torch
-
-    flush = torch.empty(64 << 20, dtype=torch.int32, device="cuda")
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(calls):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000)
-    return statistics.median(times)
 
 
 def _probe(name: str, with_compile: bool) -> dict[str, Any]:
@@ -74,9 +54,9 @@ def _probe(name: str, with_compile: bool) -> dict[str, Any]:
     with torch.no_grad():
         for bench in (False, True):
             torch.backends.cudnn.benchmark = bench
-            row[f"eager_{'measured' if bench else 'heuristic'}_us"] = _time_us(lambda: model(*inputs))
+            row[f"eager_{'measured' if bench else 'heuristic'}_us"] = cuda_median_us(lambda: model(*inputs), calls=30)
             for i, (n, mod, x) in enumerate(convs):
-                t = _time_us(lambda mod=mod, x=x: mod(x))
+                t = cuda_median_us(lambda mod=mod, x=x: mod(x), calls=30)
                 if bench:
                     row["layers"][i]["measured_us"] = t
                 else:
@@ -86,7 +66,7 @@ def _probe(name: str, with_compile: bool) -> dict[str, Any]:
         if with_compile:
             t0 = time.perf_counter()
             compiled = torch.compile(model)
-            row["compile_us"] = _time_us(lambda: compiled(*inputs))
+            row["compile_us"] = cuda_median_us(lambda: compiled(*inputs), calls=30)
             row["compile_s"] = time.perf_counter() - t0
             torch._dynamo.reset()
     return row

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -26,25 +25,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.common import cuda_median_us as timed  # noqa: E402
 from benchmarks.common import environment, table, write_result  # noqa: E402
 from benchmarks.cuda_ipc_probe import Driver, tensor_at  # noqa: E402
-
-
-def timed(fn: Any, calls: int = 20) -> float:
-    import torch
-
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    out = []
-    for i in range(calls + 3):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        if i >= 3:
-            out.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(out)
 
 
 def kernels(x: Any) -> dict[str, float]:

@@ -46,7 +46,7 @@ async def run_workers(problem: Path, built: BuildResult | None, slot: Slot,
         state.footprint = CandidateFootprint.cuda(sampler.nvml, tree)
     elif cfg.backend == "cpu" and cfg.measure_memory:
         state.footprint = CandidateFootprint.cpu(cand.proc.pid, judge.proc.pid)
-    nvml = sampler.nvml if sampler is not None else _nvml(cfg)
+    nvml = _nvml(cfg)
     if nvml is not None and cfg.shared_gpu_check:
         owners = tree if sampler is not None else TreePeaks({"judge": judge.proc.pid, "candidate": cand.proc.pid})
         state.sharing = SharingWatch(
@@ -86,7 +86,8 @@ _NVMLS: dict[str, Nvml | None] = {}
 
 
 def _nvml(cfg: EvalConfig) -> Nvml | None:
-    """NVML for the evaluation's GPU where no memory sampler holds it (None: cpu, or unreadable)."""
+    """NVML for the evaluation's GPU, opened once per GPU for the memory sampler and the shared-GPU
+    check alike (None: cpu, or unreadable)."""
     if cfg.backend != "cuda":
         return None
     key = cfg.gpu or "0"
@@ -102,7 +103,7 @@ def memory_sampler(cfg: EvalConfig) -> MemorySampler | None:
         return None
     key = cfg.gpu or "0"
     if key not in _SAMPLERS:
-        nvml = Nvml.open(int(key) if key.isdigit() else 0)
+        nvml = _nvml(cfg)
         _SAMPLERS[key] = MemorySampler(nvml).__enter__() if nvml is not None else None
     return _SAMPLERS[key]
 
