@@ -4,6 +4,7 @@ against a real daemon and its store; `kagent eval` and `problems list` stay in t
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,7 +50,8 @@ def test_solve(solved: tuple[Kagentd, int]) -> None:
     assert proc.stdout.startswith("**Verified `ModelNew`** for `level1/01_relu`")
     assert "### `kernels/relu.cpp`" in proc.stdout
     assert "turn 0:" in proc.stderr and "  run_tests: " in proc.stderr  # progress streamed to stderr
-    assert f"kagent: episode {eid}: submitted, reward 1" in proc.stderr
+    # Correct is reward 1; on a CPU the timing may also find it faster than eager (2) or compiled (3).
+    assert re.search(rf"kagent: episode {eid}: submitted, reward [123](\.0)?, verified solution", proc.stderr), proc.stderr
     out = d.tmp / "solution"
     assert (out / "model_new.py").read_text() == (RELU_SOLUTION / "model_new.py").read_text()
     assert (out / "kernels" / "relu.cpp").read_text() == (RELU_SOLUTION / "kernels" / "relu.cpp").read_text()
