@@ -7,6 +7,8 @@
 #   calibrate  the precision calibration on cuda (scripts/calibrate_precision.py); CAL_BG=1 runs it beside the next modes
 #   probes     NVML's per-process samples with another process on the GPU; conv problems' time by cuDNN algorithm choice
 #   reference  kagent bench --reference over the bundled problems: every bundled solution's final reward
+#   library    the library solutions (LIB: problem names): kernel breakdown beside eager, then kagent bench --reference on them
+#   sharing    the shared-GPU check's GPU tests alone (their spinners would skew any timing beside them)
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
@@ -53,6 +55,11 @@ if is probes; then  # evidence for the shared-GPU check and for the library solu
   step probe-sharing; TAIL=20 run 120 probe_sharing.log python3 benchmarks/probe_gpu_sharing.py
   step probe-conv; TAIL=16 run "${T_PROBE:-150}" probe_conv.log python3 benchmarks/probe_conv_algos.py
   [ -z "${PROBE_COMPILE:-}" ] || { step probe-compile; TAIL=16 run "${T_PROBE_COMPILE:-240}" probe_compile.log python3 benchmarks/probe_conv_algos.py --compile --out conv-algos-compile-h200 $PROBE_COMPILE; }
+fi
+LIB=${LIB:-"level2/07_conv_batchnorm_relu level2/15_conv_gelu_global_avgpool level2/19_pointwise_conv_hardswish_residual level2/21_conv_relu_bias_add level3/06_resnet_basic_block level3/07_small_cnn level3/08_tiny_vgg level3/09_depthwise_separable_block"}
+if is library; then  # where each library solution's time goes, then the reward the evaluator gives it
+  step probe-solutions; TAIL=12 run "${T_LIBPROBE:-200}" probe_solutions.log python3 benchmarks/probe_solution_kernels.py $LIB
+  step bench-library; TAIL=40 run "${T_LIB:-300}" bench_library.log python3 -m runtime.cli bench $(for p in $LIB; do echo "problems/$p.py"; done) --reference --backend cuda --no-progress --out "${LIB_OUT:-benchmarks/results/bench-library-h200}"
 fi
 if is tests-build; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
   step pytest-build; TAIL=40 run "${T_BUILD:-480}" pytest_gpu_build.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 ${BUILD_JOBS:+-n $BUILD_JOBS -p no:benchmark} ${BUILD_K:+-k "$BUILD_K"} --junitxml=benchmarks/results/gpu-junit-build-h200.xml tests/ $(for f in $EVAL_GPU_TESTS; do echo --ignore=$f; done)
@@ -121,6 +128,9 @@ if is train; then  # trainer step benchmark, then GPU slot occupancy of the runt
 fi
 if is e2e; then  # kagentd end to end on cuda: openai client -> scripted policy -> skills -> verified answer
   step service; TAIL=60 run 330 bench_service_cuda.log python3 benchmarks/bench_service.py --backend cuda --requests 2
+fi
+if is sharing; then  # after everything timed: the tests start processes that keep the GPU busy
+  step pytest-sharing; TAIL=30 run "${T_SHARE:-150}" pytest_gpu_sharing.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 120 --junitxml=benchmarks/results/gpu-junit-sharing-h200.xml tests/skills/evaluator/test_gpu_sharing.py
 fi
 step done
 tar czf "$OUT/results.tgz" benchmarks/results

@@ -47,7 +47,8 @@ EXPECTED_CUDA = {
     # Through cuBLAS / cuBLASLt / cuDNN (built where the libraries are found, skipped elsewhere).
     "level2/06_linear_bias_relu", "level2/07_conv_batchnorm_relu", "level2/09_softmax_matmul",
     "level2/14_bmm_scale_softmax", "level2/15_conv_gelu_global_avgpool",
-    "level2/19_pointwise_conv_hardswish_residual", "level3/07_small_cnn",
+    "level2/19_pointwise_conv_hardswish_residual", "level2/21_conv_relu_bias_add", "level3/06_resnet_basic_block",
+    "level3/07_small_cnn", "level3/08_tiny_vgg", "level3/09_depthwise_separable_block",
 }
 EXPECTED_CPU = {
     "level1/01_relu", "level1/02_swish", "level1/03_rms_norm", "level1/04_mse_loss",

@@ -43,9 +43,14 @@ SLOWER_THAN_EAGER = {
     # Library solutions (cuBLAS/cuDNN calls plus our own epilogue kernels): correct and unflagged on
     # the H200 (2026-12-02), but not faster than eager's fused library calls there (speedup vs
     # eager, 3 paired rounds): what they prove is that library kernels are graded as the agent's.
-    "level2/06_linear_bias_relu": 1.00, "level2/07_conv_batchnorm_relu": 0.74, "level2/09_softmax_matmul": 0.62,
-    "level2/14_bmm_scale_softmax": 0.86, "level2/15_conv_gelu_global_avgpool": 0.76,
-    "level3/07_small_cnn": 0.70,
+    "level2/06_linear_bias_relu": 1.00, "level2/09_softmax_matmul": 0.62, "level2/14_bmm_scale_softmax": 0.86,
+}
+
+NARROW_MARGIN = {
+    # cuDNN solutions whose conv is most of eager's time too: `kagent bench --reference` on the H200
+    # (2026-12-04) read 1.00x (level2/07), 1.06-1.14x (level2/21) and 1.03-1.09x (level3/06) over
+    # three runs, so "beats eager on the interval's low end" is the benchmark's claim, not this test's.
+    "level2/07_conv_batchnorm_relu", "level2/21_conv_relu_bias_add", "level3/06_resnet_basic_block",
 }
 
 
@@ -73,7 +78,7 @@ def test_reference_solution_passes_and_beats_eager(ws: Path, tmp_path: Path) -> 
     if f"{ws.parent.name}/{ws.name}" in SLOWER_THAN_EAGER:
         assert r.reward == 1.0, (r.reward, r.speedups)  # correct, not faster: no more, no less
         return
-    if f"{ws.parent.name}/{ws.name}" in LAUNCH_BOUND:
+    if f"{ws.parent.name}/{ws.name}" in LAUNCH_BOUND | NARROW_MARGIN:
         assert r.reward is not None and r.reward >= 1.0, (r.reward, r.speedups)  # its speed: the benchmark's
         return
     # "Beats eager" on the conservative end of the interval; the benchmark table shows each speedup.

@@ -79,6 +79,7 @@ def cotenant() -> Iterator[int]:
     finally:
         proc.kill()
         proc.wait()
+        proc.stdout.close()  # else its pipe is closed by the collector: an unraisable ResourceWarning
 
 
 def test_a_cotenant_makes_an_environment_fault_not_a_flag(tmp_path: Path, cotenant: int) -> None:

@@ -1,42 +1,60 @@
 #include "kagent.h"
 #include "cudnn_conv.cuh"
+#include "fail.cuh"
 
 // out (N, K) = mean over H, W of gelu(conv3x3(x) + b), x (N, C, H, W), padding 1.
 //
-// Eager: cuDNN conv (+ bias), gelu, adaptive_avg_pool2d: the (N, K, H, W) activation is written
-// to HBM and read back twice. Ours, per chunk of `chunk` images (sized by the caller so the
-// chunk's activation, ~16 MiB, stays in the H200's 50 MiB L2):
-//  1. cuDNN writes the chunk's conv into `scratch` (FMA math, exact GEMM-type algorithm);
-//  2. bias_gelu_mean_k reads it back from L2: one block per (image, channel) plane, exact gelu
-//     (erff), fp32 block sum, one value per plane.
-// The scratch is rewritten by every chunk, so the activation barely reaches HBM.
+// Eager: cuDNN conv, its bias add, gelu, adaptive_avg_pool2d: after the conv writes the
+// (N, K, H, W) activation, the bias pass reads and writes it, gelu reads and writes it, the pool
+// reads it. Ours:
+//  1. ONE cuDNN convolution over the whole batch, without bias, into `y` (scratch; FMA math, the
+//     fastest exact GEMM-type algorithm, measured once per shape);
+//  2. bias_gelu_mean_k reads y once: one block per (image, channel) plane, exact gelu (erff) of
+//     y + b, a deterministic fp32 block sum (per-thread sums, then fixed shuffle trees), one value
+//     per plane. float4 loads (four in flight per thread) when H*W % 4 == 0.
+// So the activation crosses HBM twice (conv write, one read) instead of five times.
 
 namespace {
 
+constexpr int kThreads = 256;
+constexpr int kUnroll = 4;
+
 __device__ __forceinline__ float gelu(float v) { return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f)); }
 
-__global__ void bias_gelu_mean_k(const float* __restrict__ y, const float* __restrict__ b, float* __restrict__ out,
-                                 int64_t k, int64_t hw) {
-    __shared__ float partial[32];
-    const int64_t plane = blockIdx.x;  // within the chunk: image * k + channel
+__device__ __forceinline__ float gelu4(float4 v, float b) {
+    return (gelu(v.x + b) + gelu(v.y + b)) + (gelu(v.z + b) + gelu(v.w + b));
+}
+
+__global__ void __launch_bounds__(kThreads) bias_gelu_mean_k(const float* __restrict__ y, const float* __restrict__ b,
+                                                             float* __restrict__ out, int64_t k, int64_t hw) {
+    __shared__ float partial[kThreads / 32];
+    const int64_t plane = blockIdx.x;  // image * k + channel
     const float bias = b[plane % k];
     const float* p = y + plane * hw;
     float acc = 0.0f;
-    if ((hw & 3) == 0) {
+    if ((hw & 3) == 0) {  // every plane starts 16-byte aligned
         const float4* p4 = reinterpret_cast<const float4*>(p);
-        for (int64_t i = threadIdx.x; i < hw / 4; i += blockDim.x) {
-            const float4 v = p4[i];
-            acc += (gelu(v.x + bias) + gelu(v.y + bias)) + (gelu(v.z + bias) + gelu(v.w + bias));
+        const int64_t n4 = hw >> 2;
+        for (int64_t base = threadIdx.x; base < n4; base += kUnroll * kThreads) {
+            float4 v[kUnroll];
+#pragma unroll
+            for (int j = 0; j < kUnroll; ++j) {
+                const int64_t i = base + (int64_t)j * kThreads;
+                v[j] = i < n4 ? p4[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
+#pragma unroll
+            for (int j = 0; j < kUnroll; ++j)
+                if (base + (int64_t)j * kThreads < n4) acc += gelu4(v[j], bias);
         }
     } else {
-        for (int64_t i = threadIdx.x; i < hw; i += blockDim.x) acc += gelu(p[i] + bias);
+        for (int64_t i = threadIdx.x; i < hw; i += kThreads) acc += gelu(p[i] + bias);
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
     if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = acc;
     __syncthreads();
     if (threadIdx.x < 32) {
-        acc = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : 0.0f;
+        acc = threadIdx.x < kThreads / 32 ? partial[threadIdx.x] : 0.0f;
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
         if (threadIdx.x == 0) out[plane] = acc / (float)hw;
@@ -45,15 +63,20 @@ __global__ void bias_gelu_mean_k(const float* __restrict__ y, const float* __res
 
 }  // namespace
 
-// scratch: chunk * k * h * w floats; ws: ws_bytes bytes for cuDNN (both from torch.empty).
-KAGENT_EXPORT void conv_gelu_avgpool(const float* x, const float* weight, const float* b, float* scratch,
-                                     uint8_t* ws, float* out, int n, int c, int h, int w, int k, int chunk,
-                                     int64_t ws_bytes) {
-    const int64_t hw = (int64_t)h * w;
-    for (int n0 = 0; n0 < n; n0 += chunk) {
-        const int nb = n - n0 < chunk ? n - n0 : chunk;
-        const conv::Plan& p = conv::plan(nb, c, h, w, k, 3, 3, 1, (size_t)ws_bytes);
-        conv::forward(p, x + (int64_t)n0 * c * hw, weight, scratch, ws);
-        bias_gelu_mean_k<<<(unsigned)(nb * k), 256>>>(scratch, b, out + (int64_t)n0 * k, k, hw);
+// y: n * k * h * w floats of scratch for the convolution; ws: ws_bytes bytes of cuDNN workspace
+// (both torch.empty); out: (n, k).
+KAGENT_EXPORT void conv_gelu_avgpool(const float* x, const float* weight, const float* b, float* y, uint8_t* ws,
+                                     float* out, int n, int c, int h, int w, int k, int64_t ws_bytes) {
+    const int64_t hw = (int64_t)h * w, planes = (int64_t)n * k;
+    conv::Plan& p = conv::plan(n, c, h, w, k, 3, 3, 1, (size_t)ws_bytes);
+    if (!p.ready || p.on != n || p.oc != k || p.oh != h || p.ow != w) {
+        fail::report("conv_gelu_avgpool: cuDNN plan (or output shape)", out, planes);
+        return;
     }
+    if (!conv::forward(p, x, weight, y, ws, (size_t)ws_bytes)) {
+        fail::report("conv_gelu_avgpool: cuDNN convolution", out, planes);
+        return;
+    }
+    if (planes == 0) return;
+    bias_gelu_mean_k<<<(unsigned)planes, kThreads>>>(y, b, out, k, hw);
 }
