@@ -12,7 +12,6 @@ is for finding the slow kernel of a losing solution, not for a reward (that is `
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -82,32 +81,15 @@ def _probe(name: str) -> dict[str, Any]:
     import torch
 
     from skills.evaluator.build import BuildConfig, build, detect_arch
-    from skills.evaluator.harness.candidate import SHIM_DIR
-    from skills.evaluator.harness.judge import set_precision
-    from skills.evaluator.problem import load_problem
+    from skills.evaluator.harness.ncu_target import load_pair
 
     workspace = ROOT / "problems" / "solutions" / "cuda" / name
     built = build(workspace / "kernels", BuildConfig(backend="cuda", arch=detect_arch() or "sm_90"))
     if not built.ok:
         return {"problem": name, "error": "build failed: " + built.errors[:2000]}
-    set_precision("fp32")
-    if SHIM_DIR not in sys.path:
-        sys.path.insert(0, SHIM_DIR)
-    import kagent_ext
-
-    kagent_ext._bind(built.lib_path, [msgspec.to_builtins(f) for f in built.functions], "cuda")
-    spec = importlib.util.spec_from_file_location(f"model_new_{name.replace('/', '_')}", workspace / "model_new.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    loaded = load_problem(ROOT / "problems" / f"{name}.py")
-    torch.manual_seed(0)
-    init = loaded.get_init_inputs()
-    ref = loaded.Model(*init)
-    new = module.ModelNew(*init)
-    new.load_state_dict(ref.state_dict())
-    ref, new = ref.cuda(), new.cuda()
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in loaded.get_inputs()]
+    lib = {"lib_path": built.lib_path, "functions": [msgspec.to_builtins(f) for f in built.functions]}
+    ref, new, inputs = load_pair(str(ROOT / "problems" / f"{name}.py"), str(workspace), lib, torch.device("cuda"))
+    ref = ref.cuda()
     with torch.no_grad():
         want, got = ref(*inputs), new(*inputs)  # first calls: lazy init, algorithm choice
         torch.cuda.synchronize()

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -19,17 +20,18 @@ from skills.evaluator.harness.judge import set_precision
 from skills.evaluator.problem import load_problem
 
 
-def main() -> None:
-    problem_path, workspace, lib_json = sys.argv[1:4]
-    lib = json.loads(lib_json)
+def load_pair(problem_path: str, workspace: str, lib: dict[str, Any], device: torch.device) -> tuple[Any, Any, list[Any]]:
+    """The problem's Model (left on the CPU), the workspace's ModelNew with its weights (seed 0) on
+    `device`, and the inputs there: what a process that grades nothing runs (this one, the probes in
+    benchmarks/). lib is {"lib_path", "functions"} of the built library (ncu.ncu_command's form)."""
     loaded = load_problem(problem_path)
     set_precision(loaded.problem.precision)
-    device = torch.device("cuda")
-    sys.path.insert(0, SHIM_DIR)
+    if SHIM_DIR not in sys.path:
+        sys.path.insert(0, SHIM_DIR)
     import kagent_ext
 
     if lib["lib_path"]:
-        kagent_ext._bind(lib["lib_path"], lib["functions"], "cuda")
+        kagent_ext._bind(lib["lib_path"], lib["functions"], device.type)
     sys.path.insert(0, workspace)
     spec = importlib.util.spec_from_file_location("model_new", Path(workspace) / "model_new.py")
     assert spec is not None and spec.loader is not None
@@ -40,8 +42,12 @@ def main() -> None:
     ref = loaded.Model(*init)
     model = module.ModelNew(*init)
     model.load_state_dict(ref.state_dict())
-    model = model.to(device)
-    inputs = to_device(loaded.get_inputs(), device)
+    return ref, model.to(device), to_device(loaded.get_inputs(), device)
+
+
+def main() -> None:
+    problem_path, workspace, lib_json = sys.argv[1:4]
+    _, model, inputs = load_pair(problem_path, workspace, json.loads(lib_json), torch.device("cuda"))
     with torch.no_grad():
         model(*inputs)  # warm-up outside the range: lazy init, module load
         torch.cuda.synchronize()
