@@ -32,7 +32,6 @@ inline bool ok(cudnnStatus_t s, const char* what) {
     std::fprintf(stderr, "kagent kernel: cuDNN %s: %s\n", what, cudnnGetErrorString(s));
     return false;
 }
-inline bool check(cudnnStatus_t s, const char* what) { return ok(s, what); }
 
 inline cudnnHandle_t handle() {
     static cudnnHandle_t h = [] {
