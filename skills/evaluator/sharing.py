@@ -9,15 +9,25 @@ stop a co-tenant, but it can see one: NVML samples each process's share of the S
 holds a context has no sample, this process idle reads 0-1%).
 
 After the timed stretch, `SharingWatch.verdict()` reads every sample taken since it began. A process
-whose share reached `SM_PERCENT` and that is not the evaluation's own is a co-tenant: the
-evaluation becomes an environment fault (reward None, not trainable), and the flags the timing
-checks raised in that stretch are void, since the clocks they compare were both skewed by it.
+whose share reached `SM_PERCENT` and that is not the evaluation's own is a co-tenant. Three checks
+keep that from becoming a way out of a -1 (None pays nothing, but it is not trained on either):
 
-"The evaluation's own" is decided so that the candidate cannot pass its own work off as a
-co-tenant's, which would turn a flag (-1) into None: a process is the candidate's when it descends
-from the candidate worker, or sits in its pids cgroup (a double fork stays there), or in its
-sandbox's pid namespace (a process cannot leave it). The judge's tree and the parent are ours too.
-A context alone never counts (the warm pool's idle workers and other slots' judges hold contexts).
+- `check_sharing`: a co-tenant voids only the `CLOCK_FLAGS`, the two comparisons of clocks it
+  skews. Lets through: a fair kernel on a shared GPU flagged by those alone, which becomes an
+  environment fault (reward None, not trainable) naming the void flags. Catches: a cheat that
+  raised any other flag in the stretch (replayed outputs: `timed_output_mismatch`; a changed
+  harness; a time below the memory floor), which no co-tenant causes: the -1 stands, nothing is void.
+- "The evaluation's own" (`SharingWatch.cotenants`): a process is the candidate's when it descends
+  from the candidate worker, or sits in its pids cgroup (a double fork stays there), or in its
+  sandbox's pid namespace (a process cannot leave it). The judge's tree and the parent are ours
+  too. Catches: a candidate that forks a GPU spinner to pose as another job. Lets through: the warm
+  pool's idle workers and other slots' judges, which hold contexts but run no kernels (a context
+  alone never counts).
+- `off_without_boundary`: with neither a sandbox nor a pids cgroup holding the candidate, a
+  double-forked helper (re-parented to init) cannot be told from a stranger, so the check is off
+  and `EvalResult.sandbox` says why. Catches: that helper posing as a co-tenant. Lets through:
+  every evaluation with a sandbox or a pids cgroup (the check stays on); without either, a fair
+  kernel on a shared GPU is graded under the co-tenant's load, as with the check off.
 """
 
 from __future__ import annotations
@@ -28,11 +38,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from skills.evaluator.nvml import Nvml
+from skills.evaluator.pids import PidsGroup
+from skills.evaluator.sandbox import active as sandbox_active
 from skills.evaluator.state import EvalState, environment_fault
 
 SM_PERCENT = 10
 """A process outside the evaluation whose SM share reached this in any sample shares the GPU
 (the probe's co-tenants read 88-99%, an idle process 0-1%)."""
+CLOCK_FLAGS = frozenset({"timer_tampering", "unsynchronized_work"})
+"""The timing checks' flags that compare two clocks (skills/evaluator/timing_checks.py), which a
+co-tenant's kernels skew apart: the only flags it makes void."""
+NO_BOUNDARY = ("shared-GPU check off: no sandbox and no pids cgroup, so the candidate's own processes "
+               "could pose as another job's")
 
 
 def _pid_ns(pid: int) -> str | None:
@@ -101,20 +118,34 @@ class SharingWatch:
                 f"nothing else uses")
 
 
+def off_without_boundary(state: EvalState, *, pids_group: PidsGroup | None) -> bool:
+    """Turn the shared-GPU check off (True) where nothing marks the candidate's processes: no
+    sandbox pid namespace, and no pids cgroup it was moved into (`limit` is set once `adopt`
+    succeeded). `state.sandbox` gets NO_BOUNDARY."""
+    if state.sharing is None or sandbox_active(state.config.sandbox):
+        return False
+    if pids_group is not None and pids_group.limit is not None:
+        return False
+    state.sharing = None
+    state.sandbox = f"{state.sandbox}; {NO_BOUNDARY}" if state.sandbox else NO_BOUNDARY
+    return True
+
+
 def check_sharing(state: EvalState) -> None:
     """At the end of the candidate's timed stretch (while its processes still live, so that its own
     work can be told apart): a co-tenant seen since the stretch began turns the evaluation into an
-    environment fault, and the flags raised since then are void."""
+    environment fault and voids the clock flags raised since then, unless another flag was raised
+    then too (a co-tenant does not cause it: the evaluation stands as it is)."""
     watch = state.sharing
     if watch is None or watch.since_us is None:
         return
     cause = watch.verdict()
     watch.since_us = None
-    if cause is None:
+    raised = [f.name for f in state.flags[state.flags_at_timing:]]
+    if cause is None or any(name not in CLOCK_FLAGS for name in raised):
         return
-    void = [f.name for f in state.flags[state.flags_at_timing:]]
     del state.flags[state.flags_at_timing:]
-    if void:
-        cause += (f"; the flags the timing checks raised meanwhile ({', '.join(void)}) are void: both clocks they "
+    if raised:
+        cause += (f"; the flags the timing checks raised meanwhile ({', '.join(raised)}) are void: both clocks they "
                   f"compare counted the other process's kernels differently")
     state.error = environment_fault(state, cause)

@@ -25,7 +25,7 @@ from skills.evaluator.precision_code import declares_tf32, scan_build
 from skills.evaluator.quota import DiskQuota
 from skills.evaluator.results import MemoryUse, Stage
 from skills.evaluator.rounds import calls_window, candidate_round, from_judge, paired_rounds
-from skills.evaluator.sharing import SharingWatch, check_sharing
+from skills.evaluator.sharing import SharingWatch, check_sharing, off_without_boundary
 from skills.evaluator.state import EvalState, environment_fault
 from skills.evaluator.workers import Worker, WorkerFailed
 
@@ -58,6 +58,7 @@ async def run_workers(problem: Path, built: BuildResult | None, slot: Slot,
         tg.start_soon(cand.drain_stderr)
         try:
             group = await _limit_tasks(cand, scratch, state)  # before any candidate code runs
+            off_without_boundary(state, pids_group=group)
             tg.start_soon(quota.watch, cand.kill)
             await _stages(judge, cand, problem, built, scratch, state, cache, nonce, seed, sizes)
         except WorkerFailed as exc:
