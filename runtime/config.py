@@ -63,7 +63,7 @@ class DaemonConfig(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fie
     grace_seconds: float = 60.0
     """On SIGTERM/SIGINT: how long running episodes may take to finish before they are cancelled."""
     start_timeout_seconds: float = 60.0
-    """`kagentd start`: how long to wait for the new daemon's /health to answer."""
+    """`kagentd start`: how long to wait for the new daemon's /health to answer (ray executor: at least ray.start_timeout_s + 30)."""
 
 
 class HttpConfig(msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True):

@@ -119,6 +119,16 @@ def api_key_of(config: Config, given: str | None = None) -> str | None:
     return given or os.environ.get("KAGENT_API_KEY") or config.http.api_key
 
 
+def start_wait_s(config: Config) -> float:
+    """How long `kagentd start` waits for /health: daemon.start_timeout_seconds, and with the ray
+    executor at least ray.start_timeout_s + 30 s, since the daemon answers only once its actors are
+    placed or given up on (giving up sooner reported a healthy, slowly placed cluster as a failure)."""
+    wait = config.daemon.start_timeout_seconds
+    if config.scheduler.executor == "ray":
+        wait = max(wait, config.ray.start_timeout_s + 30.0)
+    return wait
+
+
 def health(url: str, key: str | None, timeout: float = 5.0) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     r = httpx.get(f"{url}/health", headers=headers, timeout=timeout)
@@ -188,7 +198,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     with open(paths.log_file, "ab") as log:
         proc = subprocess.Popen(_start_cmd(args, path), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True, env={**os.environ, "KAGENTD_LOG_FILE": str(paths.log_file)})
-    deadline = time.monotonic() + config.daemon.start_timeout_seconds
+    wait_s = start_wait_s(config)
+    deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         code = proc.poll()
         if code is not None:
@@ -209,7 +220,7 @@ def cmd_start(args: argparse.Namespace) -> int:
                      f"\n  pid   {paths.pid_file}")
                 return 0
         time.sleep(0.1)
-    _err(f"kagentd (pid {proc.pid}) did not answer /health within {config.daemon.start_timeout_seconds:g} s;"
+    _err(f"kagentd (pid {proc.pid}) did not answer /health within {wait_s:g} s;"
          f" it may still be starting. Log {paths.log_file}:\n{_log_tail(paths.log_file)}")
     return 1
 

@@ -130,7 +130,7 @@ class Kagentd:
                               cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
 
     def start(self) -> str:
-        proc = self.cli("start")
+        proc = self.cli("start", timeout=600)  # kagentd start bounds its own wait (start_wait_s)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return self.url
 

@@ -216,3 +216,19 @@ def test_kagentd_config_command(tmp_path: Path) -> None:
     public = kagentd("run", "--host", "0.0.0.0", "--set", f"daemon.state_dir={tmp_path / 'st'}")
     assert public.returncode == 2 and "set http.api_key" in public.stderr
     assert not (tmp_path / "st").exists()  # refused before anything was created
+
+
+def test_kagentd_start_waits_for_ray_actors_as_long_as_the_daemon_does() -> None:
+    """The daemon answers /health only once its actors are placed (bounded by ray.start_timeout_s):
+    `kagentd start` giving up sooner called a slowly placed cluster a failed start."""
+    import msgspec
+
+    from runtime.kagentd_cli import start_wait_s
+
+    config = Config()
+    assert start_wait_s(config) == config.daemon.start_timeout_seconds == 60.0
+    ray = msgspec.structs.replace(config, scheduler=msgspec.structs.replace(config.scheduler, executor="ray"),
+                                  ray=msgspec.structs.replace(config.ray, start_timeout_s=120.0))
+    assert start_wait_s(ray) == 150.0
+    longer = msgspec.structs.replace(ray, daemon=msgspec.structs.replace(ray.daemon, start_timeout_seconds=400.0))
+    assert start_wait_s(longer) == 400.0
