@@ -89,6 +89,13 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """cuda: a process outside the evaluation that runs kernels on its GPU during the timed calls
     (NVML's per-process SM samples) makes the evaluation an environment fault, reward None, instead
     of flags and speedups skewed by it (skills/evaluator/sharing.py). Off only to measure the effect."""
+    kernel_audit: bool = True
+    """cuda, final mode: a workspace that passed everything else runs once more under Nsight Compute
+    in its sandbox, and the kernels one call ran, listed outside its process, are checked against
+    the built ones and the judged time (skills/evaluator/kernel_audit.py); skipped where ncu is missing
+    or cannot list kernels."""
+    kernel_audit_timeout_s: float = 300.0
+    """Bound on the audited run under Nsight Compute (and on the probe that checks ncu works)."""
     measure_memory: bool = True
     """Measure memory from outside the workers into EvalResult.memory: on cuda each worker's GPU peak
     (NVML, skills/evaluator/nvml.py); on both backends ModelNew's footprint during its calls

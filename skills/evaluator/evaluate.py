@@ -31,7 +31,9 @@ from skills.evaluator.baseline_timing import judge_baselines
 from skills.evaluator.baselines import BaselineCache
 from skills.evaluator.build import BuildConfig, BuildResult, build
 from skills.evaluator.config import EvalConfig
+from skills.evaluator.kernel_audit import run_audit
 from skills.evaluator.launch import (
+    Scratch,
     copy_problem,
     describe_sandbox,
     fill_scratch,
@@ -106,11 +108,35 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
             await slot.judge.close()
             return finish(state)
         await run_workers(problem, built, slot, state, baseline_cache)
+        await _audit(built, slot.scratch, state)
         passed = is_correct(state) and not state.flags
         state.times.parts |= await anyio.to_thread.run_sync(ext_cache.keep, reuse, passed)
     finally:
         await anyio.to_thread.run_sync(shutil.rmtree, slot.scratch.root, True)
     return finish(state)
+
+async def _audit(built: BuildResult | None, scratch: Scratch, state: EvalState) -> None:
+    """Final mode on cuda, once everything else passed: the kernels one call runs, listed by Nsight
+    Compute outside the candidate's process (skills/evaluator/kernel_audit.py). Its flags join the
+    rest; a skipped audit is noted; a failed audited run makes the evaluation an environment fault."""
+    cfg = state.config
+    if not (state.mode == "final" and cfg.backend == "cuda" and cfg.kernel_audit and not cfg.torch_allowed):
+        return
+    if state.error or state.flags or state.environment_fault or not is_correct(state):
+        return
+    # ncu_target calls at the problem's own sizes: compare with the judged time only when those were timed
+    judged = state.candidate.per_call_us.median if state.candidate is not None and (cfg.sizes or "default") == "default" else None
+    t = time.perf_counter()
+    audit, note = await run_audit(scratch.root / "exchange" / "problem.py", scratch, built, cfg, judged)
+    state.times.parts["kernel audit"] = time.perf_counter() - t
+    state.audit, state.audit_note = audit, note
+    if audit is not None:
+        state.flags += audit.flags
+    elif note is not None and note.startswith("failed:"):
+        state.error = environment_fault(state, (
+            f"the kernel audit {note.removeprefix('failed: ')}; the timed calls passed, so this is not scored"
+            f" (a workspace that fails only when watched is not paid either)"))
+
 
 async def evaluate_baselines(problem_path: str | Path, *, config: EvalConfig | None = None,
                              baseline_cache: BaselineCache | None = None) -> EvalResult:

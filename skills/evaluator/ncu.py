@@ -11,6 +11,7 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -75,6 +76,8 @@ class NcuReport(msgspec.Struct):
     """Why it failed (None when ok)."""
     seconds: float
     """Wall time of the ncu run."""
+    returncode: int | None = None
+    """ncu's exit status (None: it did not finish)."""
 
 
 def _num(value: str | None) -> float | None:
@@ -136,12 +139,16 @@ def _f(v: float | None, width: int, digits: int) -> str:
     return f"{'-':>{width}}" if v is None else f"{v:>{width}.{digits}f}"
 
 
-def ncu_command(problem: Path, workspace: Path, lib_path: str | None, built: BuildResult | None, ncu: str) -> list[str]:
-    lib = {"lib_path": lib_path, "functions": [msgspec.to_builtins(f) for f in built.functions] if built else []}
-    metrics = ",".join([*METRICS.values(), *(STALL_METRIC.format(r) for r in STALL_REASONS)])
+def ncu_command(problem: Path, workspace: Path, lib_path: str | None, built: BuildResult | None, ncu: str, *,
+                metrics: str | None = None, options: Sequence[str] = ()) -> list[str]:
+    """ncu over one ModelNew call in the NVTX range `kagent` (harness/ncu_target.py); `metrics`
+    defaults to the skill's table, `options` go before the target (the kernel audit's)."""
+    lib = {"lib_path": lib_path, "flavour": built.flavour if built else "none",
+           "functions": [msgspec.to_builtins(f) for f in built.functions] if built else []}
+    metrics = metrics or ",".join([*METRICS.values(), *(STALL_METRIC.format(r) for r in STALL_REASONS)])
     return [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", "kagent/", "--csv", "--page", "raw",
-            "--metrics", metrics, sys.executable, "-m", "skills.evaluator.harness.ncu_target", str(problem), str(workspace),
-            json.dumps(lib)]
+            "--metrics", metrics, *options, sys.executable, "-m", "skills.evaluator.harness.ncu_target", str(problem),
+            str(workspace), json.dumps(lib)]
 
 
 def find_ncu(ncu: str | None = None) -> str | None:
@@ -170,7 +177,8 @@ async def run_ncu(cmd: list[str], *, env: dict[str, str], run_as: int | None, ti
                 tg.start_soon(drain, proc.stderr, err_b)
                 await proc.wait()
     except TimeoutError:
-        return NcuReport(ok=False, kernels=[], error=f"ncu timed out after {timeout_s:.0f} s", seconds=timeout_s)
+        return NcuReport(ok=False, kernels=[], error=f"ncu timed out after {timeout_s:.0f} s", seconds=timeout_s,
+                         returncode=None)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -180,5 +188,6 @@ async def run_ncu(cmd: list[str], *, env: dict[str, str], run_as: int | None, ti
     seconds = time.perf_counter() - t
     if proc.returncode != 0 or not kernels:
         err = err_b.decode("utf-8", "replace").strip()[-1500:] or out.strip()[-1500:]
-        return NcuReport(ok=False, kernels=kernels, error=f"ncu exited {proc.returncode}: {err}", seconds=seconds)
-    return NcuReport(ok=True, kernels=kernels, error=None, seconds=seconds)
+        return NcuReport(ok=False, kernels=kernels, error=f"ncu exited {proc.returncode}: {err}", seconds=seconds,
+                         returncode=proc.returncode)
+    return NcuReport(ok=True, kernels=kernels, error=None, seconds=seconds, returncode=0)

@@ -56,6 +56,8 @@ def format_result(r: EvalResult) -> str:
                           + (f" (rounds differ by {100 * spread:.0f}%: the host was loaded)" if spread > 0.1 else ""))
             lines.append(f"  speedup vs {sp.baseline}: {sp.value:.2f}x [95% {sp.low:.2f}-{sp.high:.2f}] ({verdict}{paired})")
     lines += memory_lines(r)
+    if (audit := audit_line(r)) is not None:
+        lines.append(audit)
     for f in r.flags:
         lines.append(f"FLAG {f.name}: {f.detail}")
     if r.reward is not None:
@@ -63,6 +65,22 @@ def format_result(r: EvalResult) -> str:
     if r.log.strip() and (r.error or not r.correct):
         lines.append("candidate output (tail):\n" + r.log.strip()[-1500:])
     return "\n".join(lines)
+
+
+def audit_line(r: EvalResult) -> str | None:
+    """The kernel audit's line: what the audited call ran by owner, its time against the judged
+    one, and the verdict; or why it was skipped (skills/evaluator/kernel_audit.py)."""
+    head = "kernel audit (Nsight Compute, outside your process)"
+    a = r.audit
+    if a is None:
+        return f"{head}: {r.audit_note}" if r.audit_note else None
+    owners: dict[str, int] = {}
+    for k in a.kernels:
+        owners[k.owner] = owners.get(k.owner, 0) + 1
+    listed = ", ".join(f"{n} {o}" for o, n in sorted(owners.items())) or "no kernel"
+    judged = f" (timed calls: {a.judged_us:.1f} us)" if a.judged_us is not None else ""
+    verdict = ", ".join(f.name for f in a.flags) or "ok"
+    return f"{head}: one call ran {listed} kernel(s), {a.profiled_us:.1f} us{judged}: {verdict}"
 
 
 def format_baselines(r: EvalResult) -> str:

@@ -211,6 +211,37 @@ class MemoryUse(msgspec.Struct):
     evaluation's settings (skills.evaluator.reward.memory_limit; None: no baseline's footprint measured)."""
 
 
+Owner = Literal["agent", "library", "copy", "torch"]
+"""Whose a kernel is (skills/evaluator/kernel_audit.py: owner)."""
+
+
+class AuditedKernel(msgspec.Struct):
+    """One kernel the kernel audit's call ran, as Nsight Compute listed it."""
+
+    name: str
+    """Demangled name."""
+    us: float | None
+    """gpu__time_duration of this launch."""
+    owner: Owner
+    """Built from kernels/ (or the load_inline module's own), a library the build links, a copy or
+    fill, or one only torch launches (skills/evaluator/kernel_audit.py)."""
+
+
+class KernelAudit(msgspec.Struct):
+    """What one call ran on the GPU, listed from outside the candidate's process (final mode, cuda)."""
+
+    kernels: list[AuditedKernel]
+    """Every launch inside the audited call, in order."""
+    profiled_us: float
+    """Their summed duration."""
+    judged_us: float | None
+    """The judged time per call it is compared with (None: the evaluation ran at other sizes)."""
+    flags: list[Flag] = msgspec.field(default_factory=list)
+    """What the audit raised (also in EvalResult.flags)."""
+    seconds: float = 0.0
+    """Wall time of the audit (the probe of ncu included, the first time)."""
+
+
 def larger_baseline_bytes(eager: int | None, compile_: int | None) -> int | None:
     """The larger of the baselines' footprints (eager, torch.compile: whichever were measured), the
     one the composite reward's memory limit and every memory ratio are taken against."""
@@ -284,6 +315,11 @@ class EvalResult(msgspec.Struct):
     torch_allowed: bool = False
     """Graded with the torch-op rule off (EvalConfig.torch_allowed: a problem's own Model as the
     solution, for benchmarks of the harness): not a kernel of the agent's."""
+    audit: KernelAudit | None = None
+    """The kernel audit (cuda final mode, EvalConfig.kernel_audit); None where it did not run or was
+    skipped (audit_note says why)."""
+    audit_note: str | None = None
+    """Why the kernel audit was skipped, or how its run failed (None: it ran, or was not due)."""
     executor: str = "local"
     """What ran it: `local` (a slot of the daemon's own machine, or `kagent eval`) or
     `ray:<node>:<actor>` (an evaluation actor: the node's IP and the actor's name; docs/ray.md)."""

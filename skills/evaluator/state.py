@@ -19,6 +19,7 @@ from skills.evaluator.results import (
     BuildSummary,
     EvalResult,
     Flag,
+    KernelAudit,
     MemoryUse,
     Mode,
     Precision,
@@ -73,6 +74,10 @@ class EvalState:
         """ModelNew's footprint, measured around its calls (None: not measured)."""
         self.baseline_bytes: dict[str, int] = {}
         """Each baseline's footprint (the largest of its rounds'; from the cache where its time is)."""
+        self.audit: KernelAudit | None = None
+        """cuda final mode: the kernel audit (skills/evaluator/kernel_audit.py)."""
+        self.audit_note: str | None = None
+        """Why the kernel audit was skipped or how its run failed."""
         self.sharing: SharingWatch | None = None
         """cuda: who else ran kernels on the GPU during the timed calls (skills/evaluator/sharing.py)."""
         self.flags_at_timing = 0
@@ -120,7 +125,7 @@ def finish(state: EvalState) -> EvalResult:
         speedups=speedups, reward=None, reward_fn=None, precision=state.precision, gpu=state.gpu,
         torch_version=state.torch_version, stages=state.times, log=state.log, sandbox=state.sandbox,
         environment_fault=state.environment_fault, input_shapes=state.input_shapes,
-        torch_allowed=cfg.torch_allowed, memory=memory_use(state),
+        torch_allowed=cfg.torch_allowed, memory=memory_use(state), audit=state.audit, audit_note=state.audit_note,
     )
     if result.memory is not None:
         limit = memory_limit(result, cfg.composite)

@@ -10,7 +10,6 @@ under an aten op is torch compute.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -18,37 +17,19 @@ import torch
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from skills.evaluator.harness.kernel_names import (
+    base_name,
+    is_copy,
+    is_custom,
+    linked_library_kernel,
+)
 from skills.evaluator.harness.timing import SPIN_KERNEL, Loop
 from skills.evaluator.results import Flag
-
-# Kernels that come from torch, cuBLAS, cuDNN or Triton rather than the agent's sources.
-LIBRARY_KERNEL = re.compile(
-    r"at::native|at::cuda|c10::|cublas|cudnn|xmma|cutlass|cub::|thrust::|triton_|"
-    r"^(void )?(gemv|gemm|sgemm|dgemm|ampere_|sm\d+_|nchw|implicit_convolve)"
-)
-
-
-def base_name(kernel: str) -> str:
-    """`void ns::k<128>(float*, int)` -> `ns::k`: profiler and ptxas spell signatures differently."""
-    name = kernel.removeprefix("void ").replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
-    name = name.split("(")[0]
-    return name.split("<")[0].strip()
-
-
-def _is_custom(name: str, kernel_names: list[str], flavour: str) -> bool:
-    if flavour == "c_abi":
-        return base_name(name) in {base_name(k) for k in kernel_names}
-    return LIBRARY_KERNEL.search(name) is None
 
 
 def _is_lead(name: str) -> bool:
     """torch's spin kernel, which the harness queues ahead of every call (timing.Loop.lead)."""
     return SPIN_KERNEL in base_name(name)
-
-
-def _is_copy(name: str) -> bool:
-    """Copies, memsets and torch's fill (zeros/zeros_like for outputs) are not compute."""
-    return name.startswith(("Memcpy", "Memset")) or "FillFunctor" in name
 
 
 class Span(NamedTuple):
@@ -59,24 +40,6 @@ class Span(NamedTuple):
     end: float
     launcher: str | None = None
     """A kernel's: the torch op or call window active on the host at its launch (None: unknown)."""
-
-
-# What each linked library's kernels are called (seen on the H200: cuBLAS's sm80_xmma_gemm_* and
-# cutlass::Kernel2<cutlass_80_simt_sgemm_*>, cuDNN's sm80_xmma_fprop_implicit_gemm_*).
-LIBRARY_NAMES = {
-    "cublas": re.compile(r"cublas|gemm|gemv|cutlass|xmma|ampere_|sm\d+_"),
-    "cublasLt": re.compile(r"cublas|gemm|gemv|cutlass|xmma|ampere_|sm\d+_|splitKreduce|epilogue"),
-    "cudnn": re.compile(r"cudnn|conv|fprop|xmma|nchw|nhwc|implicit|cutlass|gemm|sm\d+_"),
-}
-TORCH_OWN = re.compile(r"at::native|at::cuda|c10::|triton_")
-"""Kernels only torch launches: never the agent's, whatever it links."""
-
-
-def _linked_library_kernel(name: str, libraries: Sequence[str]) -> bool:
-    """A kernel named like one of a library the build linked (and not one of torch's own)."""
-    if TORCH_OWN.search(name):
-        return False
-    return any(lib in LIBRARY_NAMES and LIBRARY_NAMES[lib].search(name) for lib in libraries)
 
 
 def profile_launches(loop: Loop, calls: int, kernel_names: list[str], flavour: str,
@@ -121,10 +84,10 @@ def account(windows: list[Span], kernels: list[Span], kernel_names: list[str], f
         for w, win in enumerate(windows):
             if win.start <= k.start <= win.end:
                 kernel_total += k.end - k.start
-                if _is_copy(k.name):
+                if is_copy(k.name):
                     pass
-                elif _is_custom(k.name, kernel_names, flavour) or k.launcher == win.name or (
-                        k.launcher is None and _linked_library_kernel(k.name, libraries)):
+                elif is_custom(k.name, kernel_names, flavour) or k.launcher == win.name or (
+                        k.launcher is None and linked_library_kernel(k.name, libraries)):
                     per_call_custom[w] += 1  # built from kernels/, or a library call of their C++
                 else:
                     foreign.add(k.name)  # launched under a torch op (or from where is unknown)

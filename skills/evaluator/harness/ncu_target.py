@@ -1,6 +1,6 @@
 """The process Nsight Compute profiles: one ModelNew call inside an NVTX range named `kagent`.
 
-Run as `python -m skills.evaluator.harness.ncu_target PROBLEM WORKSPACE LIB_JSON` under ncu. It needs no
+Run as `python -m skills.evaluator.harness.ncu_target PROBLEM WORKSPACE LIB_JSON` (or `--probe`) under ncu. It needs no
 reference outputs (nothing is graded here), so problem and candidate share this process.
 """
 
@@ -23,14 +23,20 @@ from skills.evaluator.problem import load_problem
 def load_pair(problem_path: str, workspace: str, lib: dict[str, Any], device: torch.device) -> tuple[Any, Any, list[Any]]:
     """The problem's Model (left on the CPU), the workspace's ModelNew with its weights (seed 0) on
     `device`, and the inputs there: what a process that grades nothing runs (this one, the probes in
-    benchmarks/). lib is {"lib_path", "functions"} of the built library (ncu.ncu_command's form)."""
+    benchmarks/). lib is {"lib_path", "flavour", "functions"} of the built library (ncu.ncu_command's form)."""
     loaded = load_problem(problem_path)
     set_precision(loaded.problem.precision)
     if SHIM_DIR not in sys.path:
         sys.path.insert(0, SHIM_DIR)
     import kagent_ext
 
-    if lib["lib_path"]:
+    if lib["lib_path"] and lib.get("flavour") == "torch":  # a torch extension module, as candidate.py binds it
+        spec = importlib.util.spec_from_file_location(Path(lib["lib_path"]).stem.split(".")[0], lib["lib_path"])
+        assert spec is not None and spec.loader is not None
+        ext = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(ext)
+        kagent_ext._bind_module(ext)
+    elif lib["lib_path"]:
         kagent_ext._bind(lib["lib_path"], lib["functions"], device.type)
     sys.path.insert(0, workspace)
     spec = importlib.util.spec_from_file_location("model_new", Path(workspace) / "model_new.py")
@@ -45,7 +51,21 @@ def load_pair(problem_path: str, workspace: str, lib: dict[str, Any], device: to
     return ref, model.to(device), to_device(loaded.get_inputs(), device)
 
 
+def probe() -> None:
+    """`--probe`: a known kernel in the same range, for the kernel audit's check that ncu can see
+    anything at all in this sandbox (skills/evaluator/kernel_audit.py, ncu_usable)."""
+    x = torch.ones(1 << 16, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("kagent")  # type: ignore[no-untyped-call]
+    x.mul_(2.0)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()  # type: ignore[no-untyped-call]
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--probe"]:
+        probe()
+        return
     problem_path, workspace, lib_json = sys.argv[1:4]
     _, model, inputs = load_pair(problem_path, workspace, json.loads(lib_json), torch.device("cuda"))
     with torch.no_grad():

@@ -6,6 +6,7 @@ Each test runs real evaluations: judge and candidate workers, nvcc builds, the t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -64,10 +65,16 @@ LAUNCH_BOUND = {
 
 
 @pytest.mark.parametrize("ws", SOLUTIONS, ids=[f"{p.parent.name}/{p.name}" for p in SOLUTIONS])
-def test_reference_solution_passes_and_beats_eager(ws: Path, tmp_path: Path) -> None:
+def test_reference_solution_passes_and_beats_eager(ws: Path, tmp_path: Path, record_property: Any) -> None:
     r = _eval(_problem_of(ws), ws, tmp_path)
     assert r.error is None, r.error
     assert r.correct and not r.flags, (r.flags, [o.message for s in r.sets for o in s.outputs])
+    # The kernel audit ran outside the process and found the solution's own (or its libraries') kernels;
+    # its profiled/judged ratio is recorded to justify kernel_audit.AUDIT_FACTOR (JUnit properties).
+    assert r.audit is not None, r.audit_note
+    record_property("audit_profiled_us", round(r.audit.profiled_us, 2))
+    record_property("audit_judged_us", None if r.audit.judged_us is None else round(r.audit.judged_us, 2))
+    record_property("audit_owners", ",".join(sorted({k.owner for k in r.audit.kernels})))
     c = r.candidate
     assert c is not None and c.kernel_us is not None and c.caller_us is not None
     # The judged time starts when the call's work could start (the lead hid its launch); a caller
@@ -157,6 +164,23 @@ def test_fair_swish_fixture_passes(tmp_path: Path) -> None:
     cu = FAIR_SWISH + "KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) { k<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
     r = _eval(SWISH, _ws(tmp_path, cu, SWISH_FWD), tmp_path)
     assert r.correct and not r.flags and r.reward is not None and r.reward >= 1.0, (r.error, r.flags)
+    assert r.audit is not None and {k.owner for k in r.audit.kernels} <= {"agent", "copy"}, (r.audit, r.audit_note)
+    assert any(k.owner == "agent" for k in r.audit.kernels) and r.audit.judged_us is not None
+
+
+def test_kernel_only_while_watched_is_caught_by_the_audit(tmp_path: Path) -> None:
+    """Issue 13: a forward that calls its kernel while torch's profiler (launch accounting) or a
+    dispatch mode (the op recorder) is on in its own process, and torch otherwise. Behind the static checks only the kernel audit, which
+    lists the kernels from outside the process, sees the torch kernels of the unwatched call."""
+    cu = FAIR_SWISH + "KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) { k<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
+    fwd = ("from torch.utils._python_dispatch import _get_current_dispatch_mode\n"
+           "if torch.autograd.profiler._is_profiler_enabled or _get_current_dispatch_mode() is not None:\n"
+           "    y = torch.empty_like(x)\n    ops.swish(x, y, x.numel())\n    return y\n"
+           "return x * torch.sigmoid(x)")
+    r = _eval(SWISH, _ws(tmp_path, cu, fwd), tmp_path, static_checks=False)
+    assert r.audit is not None, r.audit_note
+    assert {"decoy_kernel", "torch_fallback"} <= {f.name for f in r.flags}, (r.flags, r.audit)
+    assert r.reward == -1.0
 
 
 def test_lead_hides_at_most_its_length(tmp_path: Path) -> None:
