@@ -8,6 +8,7 @@
 #   probes     NVML's per-process samples with another process on the GPU; conv problems' time by cuDNN algorithm choice
 #   reference  kagent bench --reference over the bundled problems: every bundled solution's final reward
 #   library    the library solutions (LIB: problem names): kernel breakdown beside eager, then kagent bench --reference on them
+#   audit      the kernel audit on cuda: the cheat it catches, the fair swish, every reference solution (profiled/judged ratios)
 #   sharing    the shared-GPU check's GPU tests alone (their spinners would skew any timing beside them)
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
@@ -70,6 +71,10 @@ if is tests; then
   step pytest; TAIL=60 run "${T_TESTS:-450}" pytest_gpu.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-h200.xml $EVAL_GPU_TESTS
   step exploits; TAIL=6 run 15 exploits.log python3 scripts/exploit_table.py --gpu-only --gpu-report benchmarks/results/gpu-junit-h200.xml --out exploits-h200
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-h200; }
+fi
+if is audit; then  # the kernel audit (Nsight Compute outside the candidate): the watched-only cheat, fair kernels, their profiled/judged ratios
+  step pytest-audit; TAIL=30 run "${T_AUDIT:-420}" pytest_gpu_audit.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-audit-h200.xml tests/skills/evaluator/test_gpu_eval.py -k "watched or fair_swish or reference_solution"
+  step audit-ratios; TAIL=30 run 30 audit_ratios.log python3 benchmarks/audit_ratios.py benchmarks/results/gpu-junit-audit-h200.xml --out audit-ratios-h200
 fi
 if is tests-eval; then  # the evaluator's GPU tests in two JUnit files (each survives the other's timeout), latency, the memory plan's hard cases
   step pytest-solutions; TAIL=30 run "${T_SOL:-300}" pytest_gpu_solutions.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-solutions-h200.xml tests/skills/evaluator/test_gpu_eval.py -k reference_solution
