@@ -31,9 +31,13 @@ None (an environment fault: it may be ncu's, but a workspace that crashes only w
 paid either).
 
 The next cheat: a ModelNew that detects Nsight Compute (its injection library in the process, the
-environment ncu sets) and runs its kernel only then. The fix is to audit a call the judge drives
-(its inputs from the arena, its outputs compared), so that the watched call must also be the
-correct one; and a ModelNew that is correct and fast only when watched is a fair kernel.
+environment ncu sets) and runs its kernel only then. Auditing a call the judge drives (inputs from
+the arena, outputs compared) would not close it: the watched call would be the correct, honest one.
+What closes it is a watch the candidate cannot tell apart from no watch: the candidate worker of
+every final evaluation started under ncu, so every call, timed or not, runs in an injected process,
+and a secret launch index (`--launch-skip`, chosen by the parent, never sent) picking the kernels
+that are listed, so the candidate learns it was watched only after the watched launch. Its cost,
+ncu's interception of every launch during the timed calls, has to be measured first (GPU).
 """
 
 from __future__ import annotations
