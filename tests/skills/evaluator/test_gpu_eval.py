@@ -44,7 +44,7 @@ SLOWER_THAN_EAGER = {
     # Library solutions (cuBLAS/cuDNN calls plus our own epilogue kernels): correct and unflagged on
     # the H200 (2026-12-02), but not faster than eager's fused library calls there (speedup vs
     # eager, 3 paired rounds): what they prove is that library kernels are graded as the agent's.
-    "level2/06_linear_bias_relu": 1.00, "level2/09_softmax_matmul": 0.62, "level2/14_bmm_scale_softmax": 0.86,
+    "level2/06_linear_bias_relu": 1.00, "level2/09_softmax_matmul": 0.62,
 }
 
 NARROW_MARGIN = {
@@ -52,6 +52,9 @@ NARROW_MARGIN = {
     # (2026-12-04) read 1.00x (level2/07), 1.06-1.14x (level2/21) and 1.03-1.09x (level3/06) over
     # three runs, so "beats eager on the interval's low end" is the benchmark's claim, not this test's.
     "level2/07_conv_batchnorm_relu", "level2/21_conv_relu_bias_add", "level3/06_resnet_basic_block",
+    # The fused attention-probabilities kernel (kernels/attn_fused.cu, 2026-12-06) replaced the cuBLAS
+    # path that read 0.86-0.88x; not yet timed on a GPU, so this test claims only a verified reward.
+    "level2/14_bmm_scale_softmax",
 }
 
 
