@@ -9,10 +9,10 @@ How a run goes:
 1. the problems (files or folders) and, per problem and attempt, a job: a solution to grade
    (--solutions / --reference / --reference-model) or an agent episode (--policy-url);
 2. rows already in OUT/results.json are kept (resume); every other job runs;
-3. KernelBench-style load_inline solutions are built ahead, `--compile-jobs` at a time, by a
-   correctness-only evaluation that leaves a passing build in the parent's extension cache
-   (skills/evaluator/ext_cache.py); nothing is timed meanwhile. One that fails there is graded by it (a
-   build or correctness failure scores the same in the final evaluation);
+3. KernelBench-style load_inline solutions are built ahead, `--compile-jobs` at a time (at most
+   the cores), build-only on the CPU (skills/evaluator/prebuild.py: no GPU, no evaluation), into the
+   parent's extension cache (skills/evaluator/ext_cache.py); nothing is timed meanwhile. The build
+   ahead grades nothing: a file that fails to build there fails its final evaluation as usual;
 4. the final evaluations: builds of kernels/ in the compile pool, then one evaluation slot each
    (runtime/slots.py: one GPU per slot, so one timed loop per GPU at a time; on cpu
    scheduler.cpu_slots), warm workers per slot as kagentd keeps them;
@@ -26,7 +26,9 @@ process, logged to OUT/episodes.db (`kagent episodes list --db OUT/episodes.db`)
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -42,8 +44,10 @@ from runtime.bench_rows import (
     BenchFile,
     BenchInvocation,
     BenchRow,
+    current_commit,
     fault_row,
     missing_row,
+    resume_note,
     row_from_result,
     write_results,
 )
@@ -52,10 +56,9 @@ from runtime.settings import SchedulerConfig
 from runtime.slots import EvalSlots, LeasedEvaluator
 from skills.evaluator.baselines import BaselineCache
 from skills.evaluator.config import EvalConfig
-from skills.evaluator.evaluate import evaluate
 from skills.evaluator.pool import WarmPool
-from skills.evaluator.results import EvalResult, Mode
-from skills.evaluator.reward import get_reward_fn
+from skills.evaluator.prebuild import Prebuilt, prebuild
+from skills.evaluator.results import EvalResult
 
 TABLE = "table.md"
 log = logging.getLogger("kagent.bench")
@@ -101,6 +104,11 @@ class Results:
             await anyio.to_thread.run_sync(write_results, self.out, self.bench)
 
     def start(self, invocation: BenchInvocation) -> None:
+        """This invocation grades rows into the folder; a note on stderr when rows there came from
+        another kagent commit (they are kept: the table mixes both)."""
+        invocation.kagent_commit = current_commit()
+        if self.bench.rows and (note := resume_note(self.bench.run, invocation.kagent_commit)):
+            sys.stderr.write(f"kagent bench: {self.out}: {note}\n")
         self.invocation = invocation
         self.bench.run.invocations.append(invocation)
 
@@ -120,15 +128,13 @@ def eval_devices(sched: SchedulerConfig, gpus: list[str]) -> list[str | None]:
 
 
 class Grader:
-    """Grades solutions over the slots: load_inline builds ahead, then final evaluations."""
+    """Grades solutions over the slots: load_inline builds ahead (build-only), then final evaluations."""
 
     def __init__(self, *, config: EvalConfig, slots: EvalSlots, cache: BaselineCache | None,
                  compile_limiter: anyio.CapacityLimiter, compile_jobs: int) -> None:
         self.config, self.slots, self.cache = config, slots, cache
         self.compile_limiter = compile_limiter
-        self.compile_jobs = max(1, compile_jobs)
-        self.prebuilt: dict[tuple[str, int], EvalResult] = {}
-        """Jobs graded by their build-ahead evaluation (they failed to build or were wrong)."""
+        self.compile_jobs = max(1, min(compile_jobs, os.cpu_count() or 1))
         self.prebuild_seconds: dict[tuple[str, int], float] = {}
 
     def inline_jobs(self, jobs: list[Job]) -> list[Job]:
@@ -138,30 +144,27 @@ class Grader:
         return [j for j in jobs if j.solution is not None and builds_inline(Path(j.solution))]
 
     async def prebuild(self, jobs: list[Job], on_build: Callable[[Job], Awaitable[None]]) -> float | None:
-        """Correctness-only evaluations of the load_inline jobs, `compile_jobs` at a time, spread over
-        the slots' devices; each that passes leaves its build in the extension cache, each that
-        fails (not a fault) is kept as the job's grade. Returns the seconds it took (None: nothing to build)."""
+        """Build-only prebuilds of the load_inline jobs (skills/evaluator/prebuild.py), `compile_jobs`
+        at a time on the host's cores, no GPU: each build lands in the parent's extension cache, where
+        the final evaluation of the same code finds it. Nothing is graded here. Returns the seconds
+        it took (None: nothing to build)."""
         inline = self.inline_jobs(jobs)
         if not inline:
             return None
         began = time.monotonic()
         limiter = anyio.CapacityLimiter(self.compile_jobs)
 
-        async def one(i: int, job: Job) -> None:
-            async with limiter:
-                cfg = msgspec.structs.replace(self.config, gpu=self.slots.devices[i % len(self.slots.devices)])
-                began = time.monotonic()
-                result = await self._evaluate(job, cfg, "test")
-                self.prebuild_seconds[(job.problem.id, job.attempt)] = time.monotonic() - began
-            if result.environment_fault is None and (not result.correct or result.flags or not result.compiled):
-                result.reward = get_reward_fn(cfg.reward_fn, cfg.composite)(result)
-                result.reward_fn = cfg.reward_fn
-                self.prebuilt[(job.problem.id, job.attempt)] = result
+        async def one(job: Job) -> None:
+            built = await anyio.to_thread.run_sync(build_ahead, job, self.config, limiter=limiter)
+            self.prebuild_seconds[(job.problem.id, job.attempt)] = built.seconds
+            if not built.ok:  # its final evaluation builds again and reports why
+                log.info("%s attempt %d not built ahead: %s", job.problem.name, job.attempt,
+                         built.detail.strip().rsplit("\n", 1)[-1])
             await on_build(job)
 
         async with anyio.create_task_group() as tg:
-            for i, job in enumerate(inline):
-                tg.start_soon(one, i, job)
+            for job in inline:
+                tg.start_soon(one, job)
         return time.monotonic() - began
 
     async def grade(self, job: Job) -> BenchRow:
@@ -169,23 +172,31 @@ class Grader:
         if job.solution is None:
             return missing_row(problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt)
         began = time.monotonic()
-        result = self.prebuilt.get((p.id, job.attempt))
-        if result is None:
-            result = await self._evaluate(job, self.config, "final", leased=True)
+        result = await self._evaluate(job)
         row = row_from_result(result, problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt,
                               solution=job.solution, seconds=time.monotonic() - began)
         row.prebuild_seconds = self.prebuild_seconds.get((p.id, job.attempt))
         return row
 
-    async def _evaluate(self, job: Job, cfg: EvalConfig, mode: Mode, leased: bool = False) -> EvalResult:
+    async def _evaluate(self, job: Job) -> EvalResult:
+        """The final evaluation, on a slot (a load_inline build ahead is seeded from the cache)."""
         with tempfile.TemporaryDirectory(prefix="kagent-bench-") as tmp:
             ws = Path(tmp) / "ws"
             await anyio.to_thread.run_sync(make_workspace, job, ws)
-            if leased:
-                ev = LeasedEvaluator(job.problem.path, cfg, cache=self.cache, slots=self.slots,
-                                     compile_limiter=self.compile_limiter)
-                return await ev.evaluate(ws, mode)
-            return await evaluate(job.problem.path, ws, mode=mode, config=cfg, baseline_cache=self.cache)
+            ev = LeasedEvaluator(job.problem.path, self.config, cache=self.cache, slots=self.slots,
+                                 compile_limiter=self.compile_limiter)
+            return await ev.evaluate(ws, "final")
+
+
+def build_ahead(job: Job, config: EvalConfig) -> Prebuilt:
+    """The job's workspace, built into the extension cache (blocking: run in a worker thread)."""
+    with tempfile.TemporaryDirectory(prefix="kagent-bench-build-") as tmp:
+        ws = Path(tmp) / "ws"
+        try:
+            make_workspace(job, ws)
+        except OSError as exc:  # the final evaluation meets it again and makes it the row's fault
+            return Prebuilt(ok=False, seconds=0.0, detail=f"the workspace could not be made: {exc}")
+        return prebuild(ws, config)
 
 
 def make_workspace(job: Job, ws: Path) -> None:

@@ -38,6 +38,9 @@ class BenchInvocation(msgspec.Struct, kw_only=True):
     """Wall time of building load_inline solutions ahead (None: there were none)."""
     driver: str | None = None
     """NVIDIA driver version (`nvidia-smi`; None on cpu or without it)."""
+    kagent_commit: str | None = None
+    """git commit of the kagent checkout that ran it (None outside a git checkout, or in a
+    results.json written before invocations kept it: BenchRun.kagent_commit is the first's)."""
 
 
 class BenchRun(msgspec.Struct, kw_only=True):
@@ -150,7 +153,8 @@ class BenchRow(msgspec.Struct, kw_only=True):
     extension_cache_hit: bool = False
     """The final evaluation's load_inline build was seeded from the parent's cache (skills/evaluator/ext_cache.py)."""
     prebuild_seconds: float | None = None
-    """The correctness-only evaluation that built a load_inline solution ahead (None: not built ahead)."""
+    """The build-only prebuild of a load_inline solution into the extension cache, no GPU
+    (skills/evaluator/prebuild.py; None: not built ahead)."""
     gpu: str | None = None
     """Device the evaluation ran on (None on cpu)."""
     torch_version: str | None = None
@@ -256,10 +260,11 @@ def run_header(*, source: SourceKind, backend: Literal["cuda", "cpu"], solutions
                policy_url: str | None, model: str | None, attempts: int, command: str) -> BenchRun:
     return BenchRun(source=source, backend=backend, solutions=solutions, policy_url=policy_url, model=model,
                     attempts=attempts, command=command, python=platform.python_version(),
-                    host=platform.node(), kagent_commit=_commit())
+                    host=platform.node(), kagent_commit=current_commit())
 
 
-def _commit() -> str | None:
+def current_commit() -> str | None:
+    """git commit of this kagent checkout (None outside a git checkout)."""
     root = Path(__file__).resolve().parent.parent
     try:
         done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
@@ -276,3 +281,15 @@ def same_run(old: BenchRun, new: BenchRun) -> str | None:
         if a != b:
             return f"{name} was {a!r}, now {b!r}"
     return None
+
+
+def resume_note(old: BenchRun, commit: str | None) -> str | None:
+    """One line when the rows of `old` were graded by another kagent commit than `commit` (this
+    checkout's): a note, not a refusal (rows are kept; grading may have changed between the two).
+    None when they match or either is unknown."""
+    seen = [old.kagent_commit, *(i.kagent_commit for i in old.invocations)]
+    others = list(dict.fromkeys(c for c in seen if c is not None and c != commit))
+    if commit is None or not others:
+        return None
+    return (f"note: rows here were graded by kagent {', '.join(c[:12] for c in others)}, this is kagent"
+            f" {commit[:12]}; they are kept, not graded again (--retry-faults regrades faults only)")

@@ -37,7 +37,9 @@ import msgspec
 from skills.evaluator.build import detect_arch
 
 log = logging.getLogger(__name__)
-_cuda_arch = functools.cache(detect_arch)  # nvidia-smi once per process, not once per evaluation
+cuda_arch = functools.cache(detect_arch)
+"""GPU 0's nvcc target ("sm_90"; None without a GPU), part of a cuda key: nvidia-smi once per
+process, not once per evaluation."""
 
 FORMAT = "kagent-ext-cache-1"
 """Part of every key: bump it when what an entry holds changes."""
@@ -76,7 +78,7 @@ def default_dir() -> Path:
 def cache_key(workspace: Path, backend: str) -> str:
     """The entry for this frozen workspace on this machine's torch, Python and device."""
     h = hashlib.sha256()
-    arch = (os.environ.get("TORCH_CUDA_ARCH_LIST") or _cuda_arch() or "") if backend == "cuda" else ""
+    arch = (os.environ.get("TORCH_CUDA_ARCH_LIST") or cuda_arch() or "") if backend == "cuda" else ""
     parts: list[bytes | str] = [FORMAT, importlib.metadata.version("torch"), sys.version, backend,
                                 platform.machine(), arch, (workspace / "model_new.py").read_bytes()]
     kdir = workspace / "kernels"

@@ -17,7 +17,14 @@ import anyio
 import msgspec
 import pytest
 
-from runtime.bench_rows import BenchRow, read_results
+from runtime.bench_rows import (
+    BenchInvocation,
+    BenchRow,
+    current_commit,
+    read_results,
+    resume_note,
+    run_header,
+)
 from runtime.cli import main
 from runtime.fakes.scripted import scripted_server
 from runtime.store import Store
@@ -137,15 +144,21 @@ def test_a_rerun_keeps_every_row_and_grades_only_what_is_new(graded: Path, solut
     extra = env / "extra" / "level1"
     extra.mkdir(parents=True)
     shutil.copyfile(PROBLEMS / "level1" / "05_reverse_cumsum.py", extra / "05_reverse_cumsum.py")
+    # As if another kagent commit had graded the rows: the resume says so, and goes on.
+    data = json.loads((graded / "results.json").read_text())
+    data["run"]["kagent_commit"] = "0" * 40
+    (graded / "results.json").write_text(json.dumps(data))
     capsys.readouterr()
     assert main(["bench", str(problems), str(extra), "--solutions", str(sol), "--out", str(graded), *QUICK]) == 0
     printed = capsys.readouterr()
     assert "resuming" in printed.err and "| memory × baseline | over memory limit |" in printed.out
+    assert "rows here were graded by kagent 000000000000, this is kagent" in printed.err
     after = _rows(graded)
     assert {k: after[k] for k in before} == before  # same rows, same seconds: nothing was graded again
     assert after["level1/05_reverse_cumsum"]["missing"]
     bench = read_results(graded)
     assert bench is not None and [s.jobs for s in bench.run.invocations] == [4, 1]
+    assert bench.run.invocations[-1].kagent_commit == current_commit()
     # --retry-faults grades the fault row again, and only it.
     assert main(["bench", str(problems), str(extra), "--solutions", str(sol), "--out", str(graded), "--retry-faults",
                  *QUICK]) == 0
@@ -239,21 +252,40 @@ class ModelNew(torch.nn.Module):
 
 @pytest.mark.skipif(not sandbox_active(SandboxConfig()), reason="the extension cache pays off inside bubblewrap only")
 def test_a_load_inline_file_is_built_ahead_and_its_final_evaluation_reuses_the_build(env: Path) -> None:
-    """KernelBench-style: the build-ahead evaluation compiles it and leaves the build in the parent's
-    cache; the final evaluation starts from that copy."""
+    """KernelBench-style: the build-only prebuild compiles each file into the parent's cache, two at
+    once; each final evaluation starts from that copy. The prebuild grades nothing: a file that
+    builds but is wrong (ReLU for swish) is built ahead too, and fails its final evaluation."""
     sol = env / "sol-inline"
     sol.mkdir()
     (sol / "01_relu.py").write_text(INLINE_RELU)
+    (sol / "02_swish.py").write_text(INLINE_RELU.replace("bench_relu_inline", "bench_wrong_swish_inline"))
     out = env / "out-inline"
     quick = [a for a in QUICK if a != "--unsafe-no-sandbox"]
-    assert main(["bench", str(PROBLEMS / "level1" / "01_relu.py"), "--solutions", str(sol), "--out", str(out),
-                 *quick]) == 0
-    (row,) = _rows_list(out)
+    assert main([
+        "bench", str(PROBLEMS / "level1" / "01_relu.py"), str(PROBLEMS / "level1" / "02_swish.py"),
+        "--solutions", str(sol), "--out", str(out), "--compile-jobs", "2", *quick]) == 0
+    relu, swish = _rows_list(out)
     # Correct and built (a timing check on a loaded 2-core box is not what this is about).
-    assert row.compiled and row.correct and row.fault is None, row
-    assert row.prebuild_seconds is not None and row.extension_cache_hit
+    assert relu.compiled and relu.correct and relu.fault is None, relu
+    assert swish.compiled and not swish.correct and swish.reward == -1.0 and swish.fault is None, swish
+    for row in (relu, swish):
+        assert row.prebuild_seconds is not None and row.extension_cache_hit, row
     bench = read_results(out)
     assert bench is not None and bench.run.invocations[-1].prebuild_seconds is not None
+
+
+def test_resume_note_names_the_other_commits() -> None:
+    old = run_header(source="solutions", backend="cpu", solutions="s", policy_url=None, model=None, attempts=1,
+                     command="kagent bench")
+    old.kagent_commit = "a" * 40
+    assert resume_note(old, "a" * 40) is None
+    assert resume_note(old, None) is None  # this checkout's commit unknown: nothing to compare
+    old.invocations = [BenchInvocation(started=0.0, slots=["cpu"], jobs=1, kagent_commit="a" * 40),
+                       BenchInvocation(started=1.0, slots=["cpu"], jobs=1, kagent_commit="b" * 40)]
+    note = resume_note(old, "a" * 40)
+    assert note is not None and "b" * 12 in note and "this is kagent " + "a" * 12 in note and "\n" not in note
+    old.kagent_commit, old.invocations = None, []  # written before invocations kept it
+    assert resume_note(old, "a" * 40) is None
 
 
 SCRIPT = [json.loads((ROOT / "runtime" / "fakes" / "scripts" / "cpu_relu.json").read_text())["turns"][1],
