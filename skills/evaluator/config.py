@@ -107,8 +107,8 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     are skipped and the torch-op rule's flags (TORCH_RULE_FLAGS: the op recorder's and the
     profiler's) are dropped; every other check stays, and the result says so (torch_allowed)."""
     extension_cache_dir: str | None = None
-    """Where the parent keeps the load_inline builds of evaluations that passed, for evaluations of
-    the same code (skills/evaluator/ext_cache.py; never visible to candidates); None: no reuse. Each
+    """Where the parent keeps the load_inline builds of evaluations that passed (and of `kagent bench`'s
+    build-only prebuilds), for evaluations of the same code (skills/evaluator/ext_cache.py; never visible to candidates); None: no reuse. Each
     evaluation builds in a torch extensions folder of its own."""
 
 

@@ -7,7 +7,8 @@ through this cache, which the candidate never sees:
 
     key   = sha256(model_new.py, kernels/*, torch version, Python, backend, machine, CUDA arch)
     seed  before the candidate imports model_new.py: a copy of cache/KEY into its private folder
-    keep  after an evaluation that passed (correct, no flags, no error) and built a .so: a copy of
+    keep  after an evaluation that passed (correct, no flags, no error), or a build-only import of
+          model_new.py (skills/evaluator/prebuild.py, `kagent bench`), that built a .so: a copy of
           the private folder (regular files only, no `lock`) to cache/.tmp-*, renamed to cache/KEY
 
 Entries are never rewritten, so a reader sees a whole entry or none. Only the same code reuses an
