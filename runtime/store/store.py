@@ -235,6 +235,11 @@ class Store:
                     await to_thread.run_sync(reader.close)
                 if writer is not None:
                     await writer.close()
+                    # aiosqlite's close returns once its thread took the stop; wait for the thread to
+                    # end too (on a loaded box it was still alive after close), so nothing outlives the store
+                    thread = getattr(writer, "_thread", None)
+                    if thread is not None and thread.is_alive():
+                        await to_thread.run_sync(thread.join, 10.0)
             if lock_file is not None:
                 lock_file.close()
 
