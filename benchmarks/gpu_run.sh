@@ -15,6 +15,7 @@
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
 #   parity     the same torch code as candidate and as eager baseline (probe_parity.py); latency; CV of 10 profiles
+#   kb-refmodel  kagent bench --reference-model over a KernelBench level (KB_LEVEL, default level1): every row correct, speedup about 1 (resumable)
 #   inline     a load_inline file per KernelBench problem through kagent bench: the build-ahead pool and grading time
 #   bench      timing stability, the solutions table, ncu
 #   fair       the same solution graded 10 times quiet and under 8 compiles (repeatability)
@@ -94,6 +95,9 @@ if is trust; then  # the trust boundary on cuda: each cheat its check catches, f
 fi
 if is kernelbench; then  # every KernelBench file at its own sizes, its own Model as the solution (KB: the folder on the device)
   step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-h200}" ${KB_RESUME:+--resume $KB_RESUME} ${KB_ARGS:-}
+fi
+if is kb-refmodel; then  # issue 19's table: a KernelBench level with each problem's own Model as its solution (resumable: the --out folder)
+  step kb-refmodel; TAIL=30 run "${T_KBREF:-540}" bench_kb_refmodel.log python3 -m runtime.cli bench ${KB:-../shared/kernelbench}/${KB_LEVEL:-level1} --reference-model --backend cuda --no-progress --out "${KBREF_OUT:-benchmarks/results/bench-kernelbench-${KB_LEVEL:-level1}-refmodel-h200}"
 fi
 if is inline; then  # a load_inline file per KernelBench problem, built ahead and graded by kagent bench (resumable: INLINE_OUT)
   step inline-set; python3 benchmarks/make_inline_set.py ${KB:-../shared/kernelbench} --out "${INLINE_SET:-/tmp/kb-inline}"
