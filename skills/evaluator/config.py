@@ -89,6 +89,10 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     """cuda: a process outside the evaluation that runs kernels on its GPU during the timed calls
     (NVML's per-process SM samples) makes the evaluation an environment fault, reward None, instead
     of flags and speedups skewed by it (skills/evaluator/sharing.py). Off only to measure the effect."""
+    cpu_sampling: bool = True
+    """cpu: the parent samples where the candidate's threads spend their CPU time during the timed
+    calls (perf_event_open, from outside its process) and flags torch_fallback when it was torch's
+    compute, not the agent's (skills/evaluator/cpu_samples.py); off where the kernel does not permit it."""
     kernel_audit: bool = True
     """cuda, final mode: a workspace that passed everything else runs once more under Nsight Compute
     in its sandbox, and the kernels one call ran, listed outside its process, are checked against

@@ -43,7 +43,7 @@ from skills.evaluator.launch import (
 )
 from skills.evaluator.pool import WarmPool
 from skills.evaluator.results import BuildSummary, EvalResult, Mode
-from skills.evaluator.sandbox import SandboxUnavailable
+from skills.evaluator.sandbox import EXTENSIONS_MOUNT, SandboxUnavailable
 from skills.evaluator.stages import run_workers
 from skills.evaluator.state import EvalState, environment_fault, finish, is_correct
 from skills.evaluator.static_check import check_workspace
@@ -94,6 +94,7 @@ async def evaluate(problem_path: str | Path, workspace: str | Path, *, mode: Mod
         state.error = environment_fault(state, f"the evaluation's workers could not be started: {exc}")
         return finish(state)
     state.sandbox = describe_sandbox(cfg.sandbox, slot.scratch)
+    state.agent_paths = [str(slot.scratch.root), str(EXTENSIONS_MOUNT)]
     if pool is not None:
         state.quiet = pool.quiet
     try:

@@ -58,6 +58,9 @@ def format_result(r: EvalResult) -> str:
     lines += memory_lines(r)
     if (audit := audit_line(r)) is not None:
         lines.append(audit)
+    if r.cpu_samples is not None or r.cpu_samples_note is not None:
+        seen = r.cpu_samples.describe() if r.cpu_samples is not None else f"not sampled: {r.cpu_samples_note}"
+        lines.append(f"CPU time of the timed calls (sampled outside your process): {seen}")
     for f in r.flags:
         lines.append(f"FLAG {f.name}: {f.detail}")
     if r.reward is not None:

@@ -215,6 +215,37 @@ Owner = Literal["agent", "library", "copy", "torch"]
 """Whose a kernel is (skills/evaluator/kernel_audit.py: owner)."""
 
 
+class CpuSamples(msgspec.Struct):
+    """cpu: where the candidate's threads spent their CPU time during the timed calls, sampled from
+    outside its process (skills/evaluator/cpu_samples.py)."""
+
+    places: dict[str, int]
+    """Samples per place: agent (its library or load_inline module), torch, openmp, python, other."""
+    lost: int = 0
+    """Records the kernel dropped (a full buffer)."""
+    threads: int = 0
+    """Threads sampled."""
+
+    @property
+    def total(self) -> int:
+        return sum(self.places.values())
+
+    def share(self, place: str) -> float:
+        return self.places.get(place, 0) / self.total if self.total else 0.0
+
+    def __add__(self, other: CpuSamples) -> CpuSamples:
+        places = dict(self.places)
+        for k, v in other.places.items():
+            places[k] = places.get(k, 0) + v
+        return CpuSamples(places=places, lost=self.lost + other.lost, threads=max(self.threads, other.threads))
+
+    def describe(self) -> str:
+        order = sorted(self.places, key=lambda p: -self.places[p])
+        parts = ", ".join(f"{p} {100 * self.share(p):.0f}%" for p in order)
+        lost = f", {self.lost} lost" if self.lost else ""
+        return f"{self.total} samples of {self.threads} thread(s): {parts or 'none'}{lost}"
+
+
 class AuditedKernel(msgspec.Struct):
     """One kernel the kernel audit's call ran, as Nsight Compute listed it."""
 
@@ -320,6 +351,11 @@ class EvalResult(msgspec.Struct):
     skipped (audit_note says why)."""
     audit_note: str | None = None
     """Why the kernel audit was skipped, or how its run failed (None: it ran, or was not due)."""
+    cpu_samples: CpuSamples | None = None
+    """cpu: where the candidate's timed calls spent their CPU time, sampled from outside its process
+    (skills/evaluator/cpu_samples.py); None: not sampled (cuda, test mode, or see cpu_samples_note)."""
+    cpu_samples_note: str | None = None
+    """Why the timed calls were not sampled where they would have been."""
     executor: str = "local"
     """What ran it: `local` (a slot of the daemon's own machine, or `kagent eval`) or
     `ray:<node>:<actor>` (an evaluation actor: the node's IP and the actor's name; docs/ray.md)."""

@@ -12,6 +12,8 @@ from typing import Literal, TypeVar
 import anyio
 
 from skills.evaluator.config import EvalConfig
+from skills.evaluator.cpu_samples import ThreadSampler, baseline_sampler, samplable
+from skills.evaluator.cpu_samples import verdict as cpu_verdict
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.paired import merged, paired_speedup, straddles
 from skills.evaluator.results import Flag, TimingResult
@@ -25,6 +27,7 @@ from skills.evaluator.timing_checks import (
     clock_check,
     floor_check,
     idle_work_flags,
+    mark_times,
     mark_windows,
     sync_check,
 )
@@ -83,8 +86,14 @@ async def _baseline_round(judge: Worker, state: EvalState, nonce: str, which: li
     to time next round (torch.compile failing is a fact about the problem: not asked again)."""
     cfg = state.config
     async with state.quiet():
-        await judge.send(P.BaselineRequest(nonce=nonce, which=which, timing=cfg.timing))
-        rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")
+        judge_pid = await anyio.to_thread.run_sync(worker_pid, judge.proc.pid, "skills.evaluator.harness.judge")
+        sampler = await baseline_sampler(cfg.backend, state.cpu_samples is not None, judge_pid)
+        try:
+            await judge.send(P.BaselineRequest(nonce=nonce, which=which, timing=cfg.timing))
+            rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")
+        finally:
+            if sampler is not None:
+                sampler.close()
     for name, samples, took in (("eager", rep.eager, rep.eager_bytes), ("compile", rep.compile, rep.compile_bytes)):
         if samples is not None:
             bases.setdefault(name, []).append(timing_result(samples))
@@ -104,18 +113,42 @@ async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: 
     async with state.quiet():
         pid = await anyio.to_thread.run_sync(worker_pid, cand.proc.pid)
         clock = TreeClock.open(pid, cand.proc.pid)  # the candidate's threads while the judge measures alone
+        sampler = _sampler(state, pid)
         try:
             watch = _Idle(clock, pid)
             before = await watch.around(_yardstick(judge, cand, nonce, cfg))
+            if sampler is not None:
+                why = await anyio.to_thread.run_sync(sampler.start)
+                if why is not None:
+                    refused = sampler.refused
+                    state.cpu_samples_note, sampler = why, None
+                    judge_pid = await anyio.to_thread.run_sync(worker_pid, judge.proc.pid, "skills.evaluator.harness.judge")
+                    if refused and judge_pid is not None and await anyio.to_thread.run_sync(samplable, judge_pid):
+                        state.add_flags([Flag(name="harness_tampering", detail=(
+                            f"the parent could sample the judge but not your process ({why}): a worker that "
+                            f"shuts out the evaluator's view of it (e.g. PR_SET_DUMPABLE 0) is not graded"))])
             with calls_window(state):
                 await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
                                            profile_calls=cfg.profile_calls if cfg.backend == "cuda" and r == 0 else 0,
                                            candidate_pid=pid, candidate_root_pid=cand.proc.pid))
                 timed, marks = await cand.marked(from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
+            if sampler is not None:  # only what ran between a timed call's marks counts
+                n_calls = len(timed.samples.per_call_us)
+                got = mark_times([(c - timed.first_seq, e, t) for c, e, t in marks
+                                  if timed.first_seq <= c < timed.first_seq + n_calls], n_calls) if marks else None
+                windows = sorted(zip(got[0], got[1], strict=True)) if got is not None else None
+                samples = await anyio.to_thread.run_sync(sampler.stop, windows)
+                sampler = None
+                if samples is not None:  # judged on every round's samples so far
+                    state.cpu_samples = samples if state.cpu_samples is None else state.cpu_samples + samples
+                    if not any(f.name == "decoy_kernel" for f in state.flags):
+                        state.add_flags(cpu_verdict(state.cpu_samples))
             after = await watch.around(_yardstick(judge, cand, nonce, cfg))  # the load may have changed meanwhile
         finally:
             if clock is not None:
                 clock.close()
+            if sampler is not None:
+                sampler.close()
     for k, v in timed.seconds.items():
         state.times.parts[f"judge {k}"] = state.times.parts.get(f"judge {k}", 0.0) + v
     result = timing_result(timed.samples)
@@ -132,6 +165,15 @@ async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: 
              + background_check(timed) + watch.check())
     state.add_flags(flags)
     return result, timed.samples
+
+
+def _sampler(state: EvalState, pid: int | None) -> ThreadSampler | None:
+    """cpu, every timed round: the outside sampler of the candidate's threads (off for the rest of
+    the evaluation once it could not start)."""
+    cfg = state.config
+    if cfg.backend != "cpu" or not cfg.cpu_sampling or pid is None or state.cpu_samples_note is not None:
+        return None
+    return ThreadSampler(pid, state.agent_paths)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from skills.evaluator.harness import protocol as P
 from skills.evaluator.paired import round_speedup
 from skills.evaluator.results import (
     BuildSummary,
+    CpuSamples,
     EvalResult,
     Flag,
     KernelAudit,
@@ -78,6 +79,13 @@ class EvalState:
         """cuda final mode: the kernel audit (skills/evaluator/kernel_audit.py)."""
         self.audit_note: str | None = None
         """Why the kernel audit was skipped or how its run failed."""
+        self.agent_paths: list[str] = []
+        """Where the agent's code is mapped from in the candidate's process (the scratch folder, the
+        sandbox's extensions mount): the cpu sampler's `agent` (skills/evaluator/cpu_samples.py)."""
+        self.cpu_samples: CpuSamples | None = None
+        """cpu: the samples of every timed round so far (skills/evaluator/cpu_samples.py)."""
+        self.cpu_samples_note: str | None = None
+        """cpu: why the timed calls could not be sampled."""
         self.sharing: SharingWatch | None = None
         """cuda: who else ran kernels on the GPU during the timed calls (skills/evaluator/sharing.py)."""
         self.flags_at_timing = 0
@@ -126,6 +134,7 @@ def finish(state: EvalState) -> EvalResult:
         torch_version=state.torch_version, stages=state.times, log=state.log, sandbox=state.sandbox,
         environment_fault=state.environment_fault, input_shapes=state.input_shapes,
         torch_allowed=cfg.torch_allowed, memory=memory_use(state), audit=state.audit, audit_note=state.audit_note,
+        cpu_samples=state.cpu_samples, cpu_samples_note=state.cpu_samples_note,
     )
     if result.memory is not None:
         limit = memory_limit(result, cfg.composite)

@@ -1,0 +1,107 @@
+"""Where the timed calls' CPU time goes, sampled from outside the candidate (cpu backend): the
+evidence for skills/evaluator/cpu_samples.py's thresholds.
+
+    python3 benchmarks/cpu_sample_shares.py [--repeats N] [--out cpu-sample-shares]
+
+Grades, in final mode with the default cpu config, every bundled cpu reference solution, the
+load_inline relu fixture, and two cheats behind the static checks: torch's clamp whenever nothing
+in the process watches (`when_watched`), and the same with the kernel also run on a twentieth of
+every call's elements (`decoy_slice`, the next cheat: its share is what the flag's threshold
+would have to catch). Prints agent / torch / python / openmp / other shares
+per evaluation and writes benchmarks/results/OUT.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import environment, table, write_result  # noqa: E402
+from skills.evaluator.baselines import JsonBaselineCache  # noqa: E402
+from skills.evaluator.build import BuildConfig  # noqa: E402
+from skills.evaluator.config import EvalConfig  # noqa: E402
+from skills.evaluator.cpu_samples import AGENT_SHARE  # noqa: E402
+from skills.evaluator.evaluate import evaluate  # noqa: E402
+
+RELU = ROOT / "problems" / "level1" / "01_relu.py"
+HEAD = "import torch\nfrom kagent_ext import ops\n\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+WATCHED = HEAD + (
+    '        C = getattr(torch, "_C")\n'
+    "        if C._len_torch_dispatch_stack() > 0 or C._autograd._profiler_enabled():\n"
+    "            y = torch.empty_like(x)\n            ops.relu(x, y, x.numel())\n            return y\n"
+    "        return x.clamp(min=0)\n")
+DECOY_SLICE = HEAD + (
+    '        C = getattr(torch, "_C")\n'
+    "        y = torch.empty_like(x)\n"
+    "        if C._len_torch_dispatch_stack() > 0 or C._autograd._profiler_enabled():\n"
+    "            ops.relu(x, y, x.numel())\n            return y\n"
+    "        ops.relu(x, y, x.numel() // 20)\n        return x.clamp(min=0)\n")
+
+
+def cases() -> list[tuple[str, Path, Path | str, dict[str, Any]]]:
+    """(name, problem, workspace folder or model_new.py source for the relu kernels, config overrides)."""
+    out: list[tuple[str, Path, Path | str, dict[str, Any]]] = []
+    for ws in sorted((ROOT / "problems" / "solutions" / "cpu").glob("level*/*")):
+        out.append((f"{ws.parent.name}/{ws.name}", ROOT / "problems" / ws.parent.name / f"{ws.name}.py", ws, {}))
+    out.append(("load_inline relu", RELU, ROOT / "tests" / "fixtures" / "load_inline_relu.py", {}))
+    out.append(("cheat when_watched", RELU, WATCHED, {"static_checks": False}))
+    out.append(("cheat decoy_slice", RELU, DECOY_SLICE, {"static_checks": False}))
+    return out
+
+
+def workspace(src: Path | str, dest: Path) -> Path:
+    if isinstance(src, Path) and src.is_dir():
+        shutil.copytree(src, dest)
+        return dest
+    dest.mkdir(parents=True)
+    if isinstance(src, Path):  # a single-file solution
+        shutil.copyfile(src, dest / "model_new.py")
+        return dest
+    (dest / "model_new.py").write_text(src)
+    shutil.copytree(ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu" / "kernels", dest / "kernels")
+    return dest
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--out", default="cpu-sample-shares")
+    args = ap.parse_args()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="kagent-shares-") as tmp:
+        base = Path(tmp)
+        for name, problem, src, overrides in cases():
+            for rep in range(args.repeats):
+                ws = workspace(src, base / f"{len(rows)}")
+                cfg = EvalConfig(backend="cpu", build=BuildConfig(backend="cpu", cache_dir=str(base / "build")),
+                                 extension_cache_dir=str(base / "ext"), **overrides)
+                cache = JsonBaselineCache(base / "baselines.json")
+                r = anyio.run(functools.partial(evaluate, problem, ws, mode="final", config=cfg, baseline_cache=cache))
+                s = r.cpu_samples
+                row = {"case": name, "repeat": rep, "reward": r.reward, "flags": [f.name for f in r.flags],
+                       "samples": s.total if s else 0, "note": r.cpu_samples_note,
+                       **{p: round(100 * s.share(p), 1) if s else None
+                          for p in ("agent", "torch", "python", "openmp", "other")}}
+                rows.append(row)
+                print(name, rep, row, flush=True)
+    print(table(["case", "reward", "flags", "samples", "agent %", "torch %", "python %", "openmp %", "other %"],
+                [[r["case"], r["reward"], ",".join(r["flags"]) or "-", r["samples"], r["agent"], r["torch"],
+                  r["python"], r["openmp"], r["other"]] for r in rows]))
+    fair = [r["agent"] for r in rows if not r["case"].startswith("cheat") and r["agent"] is not None]
+    print(f"lowest fair agent share {min(fair) if fair else None}% (flagged at or below {100 * AGENT_SHARE:g}%)")
+    path = write_result(args.out, {"environment": environment(), "agent_share": AGENT_SHARE, "rows": rows})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
