@@ -25,7 +25,12 @@ from skills.evaluator.report import format_result
 from skills.evaluator.results import CpuSamples
 from tests.conftest import make_ws
 from tests.skills.evaluator.test_evaluate_cpu import RELU, RELU_CPP, run_eval
-from tests.skills.evaluator.test_exploits_cpu import RELU_FWD, relu_py
+from tests.skills.evaluator.test_exploits_cpu import (
+    DECOY_WHEN_ANY_WATCH_PY,
+    RELU_FWD,
+    SAMPLED_CALLS,
+    relu_py,
+)
 
 SPIN = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
 
@@ -100,11 +105,7 @@ def test_thresholds_leave_the_measured_fair_kernels_a_wide_margin() -> None:
     assert MIN_SAMPLES >= 30
 
 
-WATCHED = relu_py(
-    'C = getattr(torch, "_C")\n'
-    "if C._len_torch_dispatch_stack() > 0 or C._autograd._profiler_enabled():\n"
-    "    y = torch.empty_like(x)\n    ops.relu(x, y, x.numel())\n    return y\n"
-    "return x.clamp(min=0)")
+WATCHED = DECOY_WHEN_ANY_WATCH_PY
 
 
 def test_torch_compute_whenever_nothing_watches_is_caught(tmp_path: Path) -> None:
@@ -112,7 +113,7 @@ def test_torch_compute_whenever_nothing_watches_is_caught(tmp_path: Path) -> Non
     the candidate's process; the timed calls, sampled from outside, ran torch's clamp. Before the
     sampler this scored reward 1 (correct, unflagged)."""
     ws = make_ws(tmp_path, WATCHED, {"relu.cpp": RELU_CPP}, RELU)
-    r = run_eval(RELU, ws, tmp_path / "build", mode="final", static_checks=False)
+    r = run_eval(RELU, ws, tmp_path / "build", mode="final", static_checks=False, **SAMPLED_CALLS)
     if r.cpu_samples is None:
         pytest.skip(f"not sampled here: {r.cpu_samples_note}")
     assert "decoy_kernel" in {f.name for f in r.flags}, (r.flags, r.cpu_samples)
