@@ -86,8 +86,10 @@ async def _baseline_round(judge: Worker, state: EvalState, nonce: str, which: li
     to time next round (torch.compile failing is a fact about the problem: not asked again)."""
     cfg = state.config
     async with state.quiet():
-        judge_pid = await anyio.to_thread.run_sync(worker_pid, judge.proc.pid, "skills.evaluator.harness.judge")
-        sampler = await baseline_sampler(cfg.backend, state.cpu_samples is not None, judge_pid)
+        sampled = cfg.backend == "cpu" and state.cpu_samples is not None  # the candidate paid the interrupts
+        judge_pid = (await anyio.to_thread.run_sync(worker_pid, judge.proc.pid, "skills.evaluator.harness.judge")
+                     if sampled else None)
+        sampler = await baseline_sampler(cfg.backend, sampled, judge_pid)
         try:
             await judge.send(P.BaselineRequest(nonce=nonce, which=which, timing=cfg.timing))
             rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")

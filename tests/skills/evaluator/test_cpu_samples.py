@@ -124,7 +124,18 @@ def test_torch_compute_whenever_nothing_watches_is_caught(tmp_path: Path) -> Non
     assert off.correct and not off.flags and off.reward is not None and off.reward >= 1.0, off.flags
 
 
-def test_the_fair_kernel_it_imitates_passes_and_the_report_says_where_its_time_went(tmp_path: Path) -> None:
+def test_the_fair_kernel_it_imitates_passes_and_the_report_says_where_its_time_went(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from skills.evaluator import rounds
+
+    judged: list[bool] = []  # per baseline round: was the judge sampled as the candidate was
+
+    async def recording(backend: str, sampling: bool, judge_pid: int | None) -> ThreadSampler | None:
+        sampler = await cpu_samples.baseline_sampler(backend, sampling, judge_pid)
+        judged.append(sampler is not None)
+        return sampler
+
+    monkeypatch.setattr(rounds, "baseline_sampler", recording)
     ws = make_ws(tmp_path, relu_py(RELU_FWD), {"relu.cpp": RELU_CPP}, RELU)
     r = run_eval(RELU, ws, tmp_path / "build", mode="final")
     assert r.correct and not r.flags and r.reward is not None and r.reward >= 1.0, r.flags
@@ -132,6 +143,7 @@ def test_the_fair_kernel_it_imitates_passes_and_the_report_says_where_its_time_w
         pytest.skip(f"not sampled here: {r.cpu_samples_note}")
     assert r.cpu_samples.share("agent") > AGENT_SHARE, r.cpu_samples.describe()
     assert "CPU time of the timed calls (sampled outside your process)" in format_result(r)
+    assert judged and all(judged), judged  # every paired baseline round paid the same interrupts
 
 
 def test_sampling_that_cannot_start_is_noted_and_flags_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
