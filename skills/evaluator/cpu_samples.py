@@ -53,8 +53,8 @@ from skills.evaluator.results import CpuSamples as Samples
 from skills.evaluator.results import Flag
 
 PERIOD_NS = 500_000
-"""One sample per 500 us of a thread's CPU time (2 kHz): an interrupt of a few us each, ~0.5% of the
-candidate's time at most, which the baselines (timed in the judge, not sampled) do not pay."""
+"""One sample per 500 us of a thread's CPU time (2 kHz): an interrupt of a few us each (a spinning
+process ran 1.3% slower here, in a VM); final mode's baseline rounds pay the same (baseline_sampler)."""
 DATA_PAGES = 32
 """Ring buffer per thread (a power of two): 128 KiB, ~4,000 samples of 32 bytes, 2 s of a busy
 thread's CPU; records past a full buffer are lost (counted) rather than overwritten. Small because
@@ -246,11 +246,11 @@ class ThreadSampler:
         return "other"
 
 
-async def baseline_sampler(state_backend: str, sampling: bool, judge_pid: int | None) -> ThreadSampler | None:
+async def baseline_sampler(judge_pid: int | None) -> ThreadSampler | None:
     """The same interrupts on the judge while it times the baselines as on the candidate while it
     was timed (cpu, final mode's paired rounds): sampling costs each sampled thread a few us per
     sample (in a VM, a timer exit), which the speedups must not charge the candidate alone."""
-    if state_backend != "cpu" or not sampling or judge_pid is None:
+    if judge_pid is None:
         return None
     sampler = ThreadSampler(judge_pid, [])
     return sampler if await anyio.to_thread.run_sync(sampler.start) is None else None

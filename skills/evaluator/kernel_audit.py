@@ -49,7 +49,7 @@ from skills.evaluator.build import BuildResult
 from skills.evaluator.config import EvalConfig
 from skills.evaluator.harness.kernel_names import is_copy, is_custom, linked_library_kernel
 from skills.evaluator.launch import Scratch, candidate_env, sandbox_cmd, worker_env
-from skills.evaluator.ncu import NcuKernel, NcuReport, find_ncu, ncu_command, run_ncu
+from skills.evaluator.ncu import NcuKernel, NcuReport, find_ncu, ncu_command, ncu_prefix, run_ncu
 from skills.evaluator.results import AuditedKernel, Flag, KernelAudit, Owner
 from skills.evaluator.sandbox import SandboxUnavailable
 
@@ -112,9 +112,7 @@ async def ncu_usable(exe: str, scratch: Scratch, cfg: EvalConfig) -> str | None:
     Cached per ncu, GPU, user and sandbox: asked once per process."""
     key = (exe, cfg.gpu, scratch.run_as, cfg.sandbox.mode)
     if key not in _USABLE:
-        probe = [exe, "--clock-control", "none", "--nvtx", "--nvtx-include", "kagent/", "--csv", "--page", "raw",
-                 "--metrics", AUDIT_METRICS, *AUDIT_OPTIONS, cfg.python, "-m", "skills.evaluator.harness.ncu_target",
-                 "--probe"]
+        probe = [*ncu_prefix(exe, AUDIT_METRICS, AUDIT_OPTIONS), "--probe"]
         try:
             cmd, env = _command(cfg, scratch, probe)
         except SandboxUnavailable as exc:

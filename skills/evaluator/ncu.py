@@ -146,9 +146,14 @@ def ncu_command(problem: Path, workspace: Path, lib_path: str | None, built: Bui
     lib = {"lib_path": lib_path, "flavour": built.flavour if built else "none",
            "functions": [msgspec.to_builtins(f) for f in built.functions] if built else []}
     metrics = metrics or ",".join([*METRICS.values(), *(STALL_METRIC.format(r) for r in STALL_REASONS)])
+    return [*ncu_prefix(ncu, metrics, options), str(problem), str(workspace), json.dumps(lib)]
+
+
+def ncu_prefix(ncu: str, metrics: str, options: Sequence[str] = ()) -> list[str]:
+    """ncu (raw CSV of `metrics`, clocks left alone) over the NVTX range `kagent` of
+    harness/ncu_target.py, whose arguments follow."""
     return [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", "kagent/", "--csv", "--page", "raw",
-            "--metrics", metrics, *options, sys.executable, "-m", "skills.evaluator.harness.ncu_target", str(problem),
-            str(workspace), json.dumps(lib)]
+            "--metrics", metrics, *options, sys.executable, "-m", "skills.evaluator.harness.ncu_target"]
 
 
 def find_ncu(ncu: str | None = None) -> str | None:

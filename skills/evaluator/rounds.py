@@ -15,6 +15,7 @@ from skills.evaluator.config import EvalConfig
 from skills.evaluator.cpu_samples import ThreadSampler, baseline_sampler, samplable
 from skills.evaluator.cpu_samples import verdict as cpu_verdict
 from skills.evaluator.harness import protocol as P
+from skills.evaluator.marks import Mark
 from skills.evaluator.paired import merged, paired_speedup, straddles
 from skills.evaluator.results import Flag, TimingResult
 from skills.evaluator.schedstat import TreeClock, cpu_between, worker_pid
@@ -86,10 +87,8 @@ async def _baseline_round(judge: Worker, state: EvalState, nonce: str, which: li
     to time next round (torch.compile failing is a fact about the problem: not asked again)."""
     cfg = state.config
     async with state.quiet():
-        sampled = cfg.backend == "cpu" and state.cpu_samples is not None  # the candidate paid the interrupts
-        judge_pid = (await anyio.to_thread.run_sync(worker_pid, judge.proc.pid, "skills.evaluator.harness.judge")
-                     if sampled else None)
-        sampler = await baseline_sampler(cfg.backend, sampled, judge_pid)
+        # cpu: where the candidate paid the sampler's interrupts, the judge pays them too
+        sampler = await baseline_sampler(await _judge_pid(judge)) if state.cpu_samples is not None else None
         try:
             await judge.send(P.BaselineRequest(nonce=nonce, which=which, timing=cfg.timing))
             rep = await judge.expect(P.BaselineReport, cfg.timeout_baseline_s, "timing the baselines")
@@ -124,7 +123,7 @@ async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: 
                 if why is not None:
                     refused = sampler.refused
                     state.cpu_samples_note, sampler = why, None
-                    judge_pid = await anyio.to_thread.run_sync(worker_pid, judge.proc.pid, "skills.evaluator.harness.judge")
+                    judge_pid = await _judge_pid(judge)
                     if refused and judge_pid is not None and await anyio.to_thread.run_sync(samplable, judge_pid):
                         state.add_flags([Flag(name="harness_tampering", detail=(
                             f"the parent could sample the judge but not your process ({why}): a worker that "
@@ -134,10 +133,10 @@ async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: 
                                            profile_calls=cfg.profile_calls if cfg.backend == "cuda" and r == 0 else 0,
                                            candidate_pid=pid, candidate_root_pid=cand.proc.pid))
                 timed, marks = await cand.marked(from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
+            n = len(timed.samples.per_call_us)
+            own = _own_marks(timed, marks)
             if sampler is not None:  # only what ran between a timed call's marks counts
-                n_calls = len(timed.samples.per_call_us)
-                got = mark_times([(c - timed.first_seq, e, t) for c, e, t in marks
-                                  if timed.first_seq <= c < timed.first_seq + n_calls], n_calls) if marks else None
+                got = mark_times(own, n) if own is not None else None
                 windows = sorted(zip(got[0], got[1], strict=True)) if got is not None else None
                 samples = await anyio.to_thread.run_sync(sampler.stop, windows)
                 sampler = None
@@ -154,19 +153,29 @@ async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: 
     for k, v in timed.seconds.items():
         state.times.parts[f"judge {k}"] = state.times.parts.get(f"judge {k}", 0.0) + v
     result = timing_result(timed.samples)
-    n = len(timed.samples.per_call_us)
-    own = [(c - timed.first_seq, e, t) for c, e, t in marks or [] if timed.first_seq <= c < timed.first_seq + n]
-    seen = mark_windows(own, n) if marks is not None else None
+    seen = mark_windows(own, n) if own is not None else None
     if seen is not None:
         result.window_us = statistics.median(seen[0])
         result.between_us = statistics.median(seen[1]) if seen[1] else None
     flags = (timed.flags + checked_calls_flags(timed) + sync_check(timed.samples)
              + floor_check(result, ready.read_bytes, cfg)
-             + clock_check(timed, own if marks is not None else None, cfg.timing.lead_us if cfg.backend == "cuda" else 0.0,
+             + clock_check(timed, own, cfg.timing.lead_us if cfg.backend == "cuda" else 0.0,
                            [before, after], HANDOFF_SLACK_US[cfg.backend], backend=cfg.backend)
              + background_check(timed) + watch.check())
     state.add_flags(flags)
     return result, timed.samples
+
+
+def _own_marks(timed: P.TimeReport, marks: list[Mark] | None) -> list[Mark] | None:
+    """The marks of this loop's timed calls, numbered from 0 (None: the candidate has no mark socket)."""
+    if marks is None:
+        return None
+    n = len(timed.samples.per_call_us)
+    return [(c - timed.first_seq, e, t) for c, e, t in marks if timed.first_seq <= c < timed.first_seq + n]
+
+
+async def _judge_pid(judge: Worker) -> int | None:
+    return await anyio.to_thread.run_sync(worker_pid, judge.proc.pid, "skills.evaluator.harness.judge")
 
 
 def _sampler(state: EvalState, pid: int | None) -> ThreadSampler | None:

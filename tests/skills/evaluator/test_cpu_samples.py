@@ -130,8 +130,8 @@ def test_the_fair_kernel_it_imitates_passes_and_the_report_says_where_its_time_w
 
     judged: list[bool] = []  # per baseline round: was the judge sampled as the candidate was
 
-    async def recording(backend: str, sampling: bool, judge_pid: int | None) -> ThreadSampler | None:
-        sampler = await cpu_samples.baseline_sampler(backend, sampling, judge_pid)
+    async def recording(judge_pid: int | None) -> ThreadSampler | None:
+        sampler = await cpu_samples.baseline_sampler(judge_pid)
         judged.append(sampler is not None)
         return sampler
 
