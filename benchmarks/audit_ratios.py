@@ -1,7 +1,7 @@
 """The kernel audit's profiled time against the judged time, per reference solution, from the JUnit
 file of a GPU run (tests/skills/evaluator/test_gpu_eval.py records both as test properties).
 
-    python3 benchmarks/audit_ratios.py benchmarks/results/gpu-junit-audit-h200.xml --out audit-ratios-h200
+    python3 benchmarks/audit_ratios.py benchmarks/results/gpu-junit-audit-h100.xml --out audit-ratios-h100
 
 Prints a table (solution, owners, profiled us, judged us, ratio) and writes benchmarks/results/OUT.json:
 the evidence for kernel_audit.AUDIT_FACTOR (a fair kernel's ratio must stay far below it).

@@ -24,6 +24,8 @@ kernel_names.py, the rules launch accounting uses) and flags:
   when timed. Lets through: a fair kernel, whose kernels under ncu (clocks and caches left as they
   are) take about what the judge timed; the factor covers cold caches of a single call.
 
+- `harness_tampering`: ncu's output holds a report ncu did not write (`forged_report`).
+
 An audit that cannot be run says nothing about the candidate: no ncu, or ncu that sees no kernel
 of a trusted probe in this sandbox (`ncu_usable`), skips it (EvalResult.audit None, the report says
 why). A candidate whose audited run fails or times out after it passed the timed calls gets reward
@@ -107,6 +109,23 @@ def _command(cfg: EvalConfig, scratch: Scratch, cmd: list[str]) -> tuple[list[st
     return sandbox_cmd(cfg, scratch, cmd), candidate_env(cfg, worker_env(cfg, scratch.root))
 
 
+def forged_report(rep: NcuReport) -> str | None:
+    """Why ncu's output cannot be all ncu's, or None. ncu and the audited process share the sandbox
+    and its user, and ncu prints its one report on the stdout the process inherits (harness/
+    ncu_target.py points the process's own fd 1 at /dev/null before any candidate code runs, but the
+    same user can reopen ncu's through /proc). A report beside ncu's own, or one where ncu said it
+    profiled nothing, was written by the audited process. Catches: a ModelNew that prints a raw CSV
+    naming its own kernel, with or without launching anything. Lets through: every run whose output
+    ncu alone wrote (one report, or none with ncu's warning)."""
+    if rep.reports > 1:
+        return (f"the audited run's output held {rep.reports} Nsight Compute reports where ncu prints one: "
+                f"the audited process wrote into ncu's output")
+    if rep.reports == 1 and rep.none_profiled:
+        return ("ncu said it profiled no kernel, yet its output held a report: the audited process wrote into "
+                "ncu's output")
+    return None
+
+
 async def ncu_usable(exe: str, scratch: Scratch, cfg: EvalConfig) -> str | None:
     """None when ncu, run the way the audit runs it, lists a trusted probe's kernel; else why not.
     Cached per ncu, GPU, user and sandbox: asked once per process."""
@@ -142,5 +161,8 @@ async def run_audit(problem: Path, scratch: Scratch, built: BuildResult | None, 
     if rep.returncode != 0:
         return None, f"failed: the audited run under Nsight Compute {rep.error or 'failed'}"[:1500]
     audit = classify(rep.kernels, built, judged_us)
+    forged = forged_report(rep)
+    if forged is not None:
+        audit.flags.append(Flag(name="harness_tampering", detail=forged))
     audit.seconds = time.perf_counter() - began
     return audit, None

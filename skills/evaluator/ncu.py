@@ -78,6 +78,10 @@ class NcuReport(msgspec.Struct):
     """Wall time of the ncu run."""
     returncode: int | None = None
     """ncu's exit status (None: it did not finish)."""
+    reports: int = 0
+    """CSV reports in ncu's output (header rows): ncu prints one; more means something else wrote into it."""
+    none_profiled: bool = False
+    """ncu said it profiled no kernel (NO_KERNELS) although its output may hold a report."""
 
 
 def _num(value: str | None) -> float | None:
@@ -89,9 +93,21 @@ def _num(value: str | None) -> float | None:
         return None
 
 
+REPORT_HEADER = '"ID",'
+"""How the header row of `ncu --csv --page raw` begins."""
+NO_KERNELS = "No kernels were profiled"
+"""ncu's warning when nothing launched inside the filter (it prints no report then)."""
+
+
+def count_reports(text: str) -> int:
+    """Header rows of raw CSV reports in `text` (anywhere, not only at a line's start)."""
+    return text.count(REPORT_HEADER)
+
+
 def parse_raw_csv(text: str) -> list[NcuKernel]:
-    """Parse `ncu --csv --page raw` (header row, units row, one row per kernel)."""
-    start = text.find('"ID"')
+    """Parse `ncu --csv --page raw` (header row, units row, one row per kernel): the last report in
+    `text`, since ncu prints its own after the profiled process ended."""
+    start = text.rfind(REPORT_HEADER)
     if start < 0:
         return []
     rows = list(csv.reader(io.StringIO(text[start:])))
@@ -189,10 +205,13 @@ async def run_ncu(cmd: list[str], *, env: dict[str, str], run_as: int | None, ti
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.aclose()
     out = out_b.decode("utf-8", "replace")
+    errs = err_b.decode("utf-8", "replace")
     kernels = parse_raw_csv(out)
     seconds = time.perf_counter() - t
+    reports, none_profiled = count_reports(out), NO_KERNELS in out or NO_KERNELS in errs
     if proc.returncode != 0 or not kernels:
-        err = err_b.decode("utf-8", "replace").strip()[-1500:] or out.strip()[-1500:]
+        err = errs.strip()[-1500:] or out.strip()[-1500:]
         return NcuReport(ok=False, kernels=kernels, error=f"ncu exited {proc.returncode}: {err}", seconds=seconds,
-                         returncode=proc.returncode)
-    return NcuReport(ok=True, kernels=kernels, error=None, seconds=seconds, returncode=0)
+                         returncode=proc.returncode, reports=reports, none_profiled=none_profiled)
+    return NcuReport(ok=True, kernels=kernels, error=None, seconds=seconds, returncode=0, reports=reports,
+                     none_profiled=none_profiled)

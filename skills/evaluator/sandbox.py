@@ -59,6 +59,8 @@ CUDA_SYS = ("/sys/devices", "/sys/bus/pci", "/sys/module/nvidia", "/sys/module/n
 """What the CUDA driver and NVML read besides /dev and /proc/driver/nvidia: PCI topology and NUMA
 nodes, the modules' parameters, the persistence daemon's socket (untested here: GPU run)."""
 DRIVER_LIBS = ("libcuda.so", "libnvidia-", "libnvcuvid.so", "libnvoptix.so")
+NSIGHT_COMPUTE_DIRS = ("/opt/nvidia/nsight-compute",)
+"""Nsight Compute's install folder, where the toolkit's ncu launcher looks first."""
 
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
              "CUDA_VISIBLE_DEVICES", "CUDA_MODULE_LOADING", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
@@ -241,7 +243,21 @@ def cuda_paths() -> list[Path]:
         found.append(Path(nvcc).resolve().parent.parent)
     found += _driver_lib_dirs()
     found += [Path(p) for p in CUDA_SYS]
+    found += nsight_compute_dirs()
     return [p.resolve() for p in found if p.exists()]
+
+
+def nsight_compute_dirs() -> list[Path]:
+    """Where the toolkit's ncu (a launcher script) looks for Nsight Compute itself: NSIGHT_COMPUTE_DIRS
+    and the nsight-compute* folders beside the toolkit's bin/. Bound for the kernel audit and the
+    profile skill, whose ncu runs in the sandbox: on the H200 image the launcher sits in
+    /usr/local/cuda-13.0/bin and Nsight Compute in /opt/nvidia/nsight-compute, and without the
+    latter ncu exited 1 ("nsight-compute directory is not found") in every audit (2026-12-06)."""
+    found = [Path(p) for p in NSIGHT_COMPUTE_DIRS]
+    for exe in (shutil.which("ncu"), "/usr/local/cuda/bin/ncu"):
+        if exe and os.path.exists(exe):
+            found += sorted(Path(exe).resolve().parent.parent.glob("nsight-compute*"))
+    return [p for p in found if p.is_dir()]
 
 
 def _driver_lib_dirs() -> list[Path]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,11 +63,22 @@ def probe() -> None:
     torch.cuda.nvtx.range_pop()  # type: ignore[no-untyped-call]
 
 
+def _mute_stdout() -> None:
+    """Before any candidate code loads: this process's fd 1 is ncu's stdout, where ncu prints the
+    report the kernel audit reads; the candidate's prints go to stderr, its writes to fd 1 nowhere."""
+    sys.stdout.flush()
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    sys.stdout = sys.stderr
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--probe"]:
         probe()
         return
     problem_path, workspace, lib_json = sys.argv[1:4]
+    _mute_stdout()
     _, model, inputs = load_pair(problem_path, workspace, json.loads(lib_json), torch.device("cuda"))
     with torch.no_grad():
         model(*inputs)  # warm-up outside the range: lazy init, module load

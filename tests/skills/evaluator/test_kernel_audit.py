@@ -111,6 +111,10 @@ with open({log!r}, "a") as f:
     f.write(" ".join(sys.argv[1:]) + "\\n")
 rows = {probe_rows!r} if "--probe" in sys.argv else {rows!r}
 print("==PROF== Connected to process")
+print({before!r}, end="")
+if not rows and "--probe" not in sys.argv:
+    print("==WARNING== No kernels were profiled.")
+    sys.exit({code})
 print('"ID","Kernel Name","gpu__time_duration.sum"')
 print('"","","nsecond"')
 for i, (name, ns) in enumerate(rows):
@@ -127,13 +131,14 @@ def fake_ncu(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     folder.chmod(0o755)
     monkeypatch.setattr(kernel_audit, "_USABLE", {})
 
-    def make(rows: list[tuple[str, int]], code: int = 0, probe_rows: list[tuple[str, int]] | None = None) -> Path:
+    def make(rows: list[tuple[str, int]], code: int = 0, probe_rows: list[tuple[str, int]] | None = None,
+             before: str = "") -> Path:
         log = folder / "calls.log"
         log.touch()
         log.chmod(0o666)
         exe = folder / "ncu"
         exe.write_text(FAKE_NCU.format(python=shutil.which("python3") or "/usr/bin/python3", log=str(log),
-                                       rows=rows, code=code, probe_rows=[("void at::native::mul_kernel", 1500)]
+                                       rows=rows, code=code, before=before, probe_rows=[("void at::native::mul_kernel", 1500)]
                                        if probe_rows is None else probe_rows))
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH | stat.S_IROTH)
         monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
@@ -177,6 +182,41 @@ def test_an_exit_0_without_kernels_is_a_decoy(fake_ncu: Any) -> None:
     fake_ncu([])
     audit, note = _audit()
     assert audit is not None and names(audit) == {"decoy_kernel"} and note is None
+
+
+FORGED = '"ID","Kernel Name","gpu__time_duration.sum"\n"","","nsecond"\n"0","void swish_kernel<256>(const float *, float *, long)","40000"\n'
+
+
+def test_a_report_the_audited_process_printed_beside_ncus_is_tampering(fake_ncu: Any) -> None:
+    """The cheat: torch's kernels in the audited call, and a raw CSV naming the built kernel written
+    into ncu's output (reopened through /proc: the process's own stdout is /dev/null). ncu's own
+    report follows it; the verdict reads ncu's and flags the second report."""
+    fake_ncu([(TORCH, 40000)], before=FORGED)
+    audit, note = _audit()
+    assert audit is not None and note is None
+    assert names(audit) == {"decoy_kernel", "torch_fallback", "harness_tampering"}, audit.flags
+    assert "2 Nsight Compute reports" in next(f.detail for f in audit.flags if f.name == "harness_tampering")
+
+
+def test_a_report_where_ncu_profiled_nothing_is_tampering(fake_ncu: Any) -> None:
+    """The cheat: serve cached outputs (no kernel at all in the audited call) and write the only
+    report; ncu's warning that it profiled nothing gives it away."""
+    fake_ncu([], before=FORGED)
+    audit, note = _audit()
+    assert audit is not None and note is None
+    assert names(audit) == {"harness_tampering"} and [k.owner for k in audit.kernels] == ["agent"], audit
+
+
+def test_the_audited_process_cannot_print_into_ncus_stdout() -> None:
+    """harness/ncu_target.py points fd 1 at /dev/null before any candidate code loads: print() and
+    writes to fd 1 reach nothing; stderr still carries the candidate's messages."""
+    code = ("import os, sys\nfrom skills.evaluator.harness.ncu_target import _mute_stdout\nprint('before')\n"
+            "_mute_stdout()\nprint('forged')\nos.write(1, b'raw')\nsys.__stdout__.write('dunder')\n")
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=Path(__file__).resolve().parents[3], check=True)
+    assert r.stdout == "before\n" and "forged" in r.stderr, (r.stdout, r.stderr)
 
 
 def test_ncu_that_sees_no_kernel_of_the_probe_skips_the_audit(fake_ncu: Any) -> None:

@@ -155,3 +155,32 @@ def test_command_line_binds_no_root_and_only_the_harness(tmp_path: Path) -> None
     assert str(extra) in binds
     assert not any(b.startswith(("/etc/host", "/etc/passwd", "/home", "/opt", "/var")) for b in binds), binds
     assert all(not str(p).startswith(str(ROOT / "tests")) for p in needed_roots())
+
+
+def test_cuda_workers_see_nsight_compute_where_the_ncu_launcher_looks(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The toolkit's ncu is a launcher script that runs Nsight Compute from /opt/nvidia/nsight-compute
+    or a nsight-compute* folder beside the toolkit's bin/: both are bound read-only for a cuda worker
+    (the kernel audit and the profile skill run ncu in the sandbox), neither for a cpu one."""
+    import skills.evaluator.sandbox as sb
+    toolkit = tmp_path / "cuda-13.0"
+    (toolkit / "bin").mkdir(parents=True)
+    (toolkit / "nsight-compute-2025.3.1").mkdir()
+    launcher = toolkit / "bin" / "ncu"
+    launcher.write_text("#!/bin/sh\nexit 0\n")
+    launcher.chmod(0o755)
+    opt = tmp_path / "opt-nvidia-nsight-compute"
+    opt.mkdir()
+    monkeypatch.setenv("PATH", f"{toolkit / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setattr(sb, "NSIGHT_COMPUTE_DIRS", (str(opt), str(tmp_path / "absent")))
+    assert sb.nsight_compute_dirs() == [opt, toolkit / "nsight-compute-2025.3.1"]
+    sb.cuda_paths.cache_clear()
+    try:
+        cfg = SandboxConfig(mode="bwrap", bwrap="/usr/bin/bwrap")
+        gpu = wrap(["true"], cfg=cfg, readable=[], writable=[], cwd=tmp_path, gpu=True)
+        cpu = wrap(["true"], cfg=cfg, readable=[], writable=[], cwd=tmp_path, gpu=False)
+    finally:
+        sb.cuda_paths.cache_clear()
+    binds = {gpu[i + 1] for i, a in enumerate(gpu) if a == "--ro-bind"}
+    assert {str(opt), str(toolkit / "nsight-compute-2025.3.1")} <= binds
+    assert str(opt) not in cpu and str(toolkit / "nsight-compute-2025.3.1") not in cpu
