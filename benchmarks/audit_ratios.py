@@ -35,6 +35,7 @@ def read(junit: Path) -> list[dict[str, Any]]:
         rows.append({"test": name[name.find("[") + 1:].rstrip("]") if "[" in name else name,
                      "owners": props.get("audit_owners", ""), "profiled_us": profiled, "judged_us": judged,
                      "ratio": profiled / judged if judged else None,
+                     "reward": props.get("reward"), "speedup_eager": props.get("speedup_eager"),
                      "passed": case.find("failure") is None and case.find("error") is None})
     return rows
 
@@ -45,8 +46,9 @@ def main() -> None:
     ap.add_argument("--out", default="audit-ratios")
     args = ap.parse_args()
     rows = read(args.junit)
-    print(table(["solution", "owners", "profiled us", "judged us", "ratio", "passed"],
-                [[r["test"], r["owners"], r["profiled_us"], r["judged_us"], r["ratio"], r["passed"]] for r in rows]))
+    print(table(["solution", "owners", "profiled us", "judged us", "ratio", "reward", "vs eager", "passed"],
+                [[r["test"], r["owners"], r["profiled_us"], r["judged_us"], r["ratio"], r["reward"], r["speedup_eager"],
+                  r["passed"]] for r in rows]))
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
     summary = {"solutions": len(rows), "max_ratio": max(ratios) if ratios else None,
                "audit_factor": AUDIT_FACTOR, "audit_slack_us": AUDIT_SLACK_US}

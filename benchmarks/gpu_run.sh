@@ -81,7 +81,7 @@ if is tests; then
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G; }
 fi
 if is audit; then  # the kernel audit (Nsight Compute outside the candidate): the watched-only cheat and the fair swish first, then every reference solution (profiled/judged ratios)
-  step pytest-audit-cheat; TAIL=20 run "${T_AUDIT_CHEAT:-120}" pytest_gpu_audit_cheat.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-audit-cheat-$G.xml tests/skills/evaluator/test_gpu_eval.py -k "watched or fair_swish"
+  step pytest-audit-cheat; TAIL=20 run "${T_AUDIT_CHEAT:-120}" pytest_gpu_audit_cheat.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-audit-cheat-$G.xml tests/skills/evaluator/test_gpu_eval.py -k "watched or fair_swish or forged"
   if grep -q "cannot list kernels" "$OUT/pytest_gpu_audit_cheat.log"; then echo "audit: ncu unusable in the sandbox, reference solutions not audited"; else
   step pytest-audit; TAIL=40 run "${T_AUDIT:-420}" pytest_gpu_audit.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-audit-$G.xml tests/skills/evaluator/test_gpu_eval.py -k "reference_solution ${AUDIT_K:+and ($AUDIT_K)}"
   step audit-ratios; TAIL=30 run 30 audit_ratios.log python3 benchmarks/audit_ratios.py benchmarks/results/gpu-junit-audit-$G.xml --out audit-ratios-$G
@@ -154,6 +154,8 @@ fi
 step done
 tar czf "$OUT/results.tgz" benchmarks/results
 # a call returns at most 8 files: past 7, the logs travel as one archive
+# (written beside $OUT, then moved in: tar of a folder it writes into fails with "file changed as we read it")
 if [ "$(ls "$OUT" | wc -l)" -gt 7 ]; then
-  (cd "$OUT" && tar czf logs.tgz --exclude results.tgz --exclude logs.tgz --exclude gpu.txt . && find . -maxdepth 1 -name '*.log' -delete)
+  (cd "$OUT" && tar czf "$OUT.logs.tgz" --exclude results.tgz --exclude gpu.txt . \
+    && find . -mindepth 1 -maxdepth 1 ! -name results.tgz ! -name gpu.txt -exec rm -rf {} + && mv "$OUT.logs.tgz" logs.tgz)
 fi

@@ -141,17 +141,27 @@ class PidsGroup:
     async def release(self, wait_s: float = 2.0) -> None:
         """Kill what is left and remove the group; one whose tasks are slow to go is swept later."""
         deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                self.kill()
-                self.path.rmdir()
+        while True:  # polls: a cgroup says nothing when its last task is gone
+            if self._removed() or time.monotonic() > deadline:
                 return
-            except FileNotFoundError:
-                return
-            except OSError:  # EBUSY: killed tasks still exiting
-                if time.monotonic() > deadline:
-                    return
             await anyio.sleep(0.02)
+
+    def release_blocking(self, wait_s: float = 2.0) -> None:
+        """`release` for a caller outside the event loop (the build-only prebuild's threads)."""
+        deadline = time.monotonic() + wait_s
+        while not self._removed() and time.monotonic() <= deadline:
+            time.sleep(0.02)
+
+    def _removed(self) -> bool:
+        """Kill what is left, then try to remove the group: False while killed tasks still exit."""
+        try:
+            self.kill()
+            self.path.rmdir()
+        except FileNotFoundError:
+            return True
+        except OSError:  # EBUSY: killed tasks still exiting
+            return False
+        return True
 
 
 def _sweep(base: Path) -> None:

@@ -31,6 +31,8 @@ import msgspec
 from skills.evaluator import ext_cache
 from skills.evaluator.config import EvalConfig
 from skills.evaluator.launch import Scratch, candidate_env, fill_scratch, make_scratch, worker_env
+from skills.evaluator.pids import PidsGroup
+from skills.evaluator.pids import hierarchy as pids_hierarchy
 from skills.evaluator.quota import Unreadable, usage
 from skills.evaluator.sandbox import SandboxUnavailable, cuda_paths, process_ids
 from skills.evaluator.sandbox import wrap as sandbox_wrap
@@ -138,6 +140,7 @@ def _run(cmd: list[str], env: dict[str, str], cfg: EvalConfig, scratch: Scratch)
         proc = subprocess.Popen(cmd, env=env, cwd=scratch.workspace, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 **process_ids(scratch.run_as))  # type: ignore[call-overload]
+    group = _limit_tasks(proc.pid, scratch, cfg)
     code: int | str | None = None
     try:
         while code is None:
@@ -150,10 +153,31 @@ def _run(cmd: list[str], env: dict[str, str], cfg: EvalConfig, scratch: Scratch)
     finally:
         with contextlib.suppress(ProcessLookupError):  # whatever it left running (no sandbox) goes too
             os.killpg(proc.pid, signal.SIGKILL)
+        if group is not None:  # and what double-forked out of the process group
+            group.release_blocking()
         proc.wait()
     with log.open("rb") as f:
         f.seek(max(0, log.stat().st_size - cfg.log_chars))
         return code, f.read().decode(errors="replace")
+
+
+def _limit_tasks(pid: int, scratch: Scratch, cfg: EvalConfig) -> PidsGroup | None:
+    """EXPLOITS row 20 for the build-only worker, as for the candidate worker (stages._limit_tasks):
+    its processes in a pids cgroup of their own, capped at what they are now plus max_processes, so
+    that a fork bomb in model_new.py's import is stopped here too; None where no such cgroup can be
+    made (the sandbox's PID namespace and the timeout still end it)."""
+    if pids_hierarchy() is None:
+        return None
+    try:
+        group = PidsGroup.make(f"{scratch.root.name}-build")
+    except OSError:
+        return None
+    try:
+        group.adopt(pid, cfg.sandbox.max_processes)
+    except OSError:
+        group.release_blocking()
+        return None
+    return group
 
 
 def _over_quota(paths: list[Path], limit: int) -> bool:

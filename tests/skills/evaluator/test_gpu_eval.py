@@ -52,10 +52,9 @@ NARROW_MARGIN = {
     # (2026-12-04) read 1.00x (level2/07), 1.06-1.14x (level2/21) and 1.03-1.09x (level3/06) over
     # three runs, so "beats eager on the interval's low end" is the benchmark's claim, not this test's.
     "level2/07_conv_batchnorm_relu", "level2/21_conv_relu_bias_add", "level3/06_resnet_basic_block",
-    # The fused attention-probabilities kernel (kernels/attn_fused.cu, 2026-12-06) replaced the cuBLAS
-    # path that read 0.86-0.88x; not yet timed on a GPU, so this test claims only a verified reward.
-    "level2/14_bmm_scale_softmax",
 }
+# (level2/14_bmm_scale_softmax left this list once its fused kernel read 1.58x eager, interval
+# 1.582-1.584, on the H100: benchmarks/results/h100-2026-12-06/audit_ratios.log.)
 
 
 LAUNCH_BOUND = {
@@ -85,6 +84,9 @@ def test_reference_solution_passes_and_beats_eager(ws: Path, tmp_path: Path, rec
     assert c.caller_us.median > 0.97 * c.per_call_us.median, (c.caller_us, c.per_call_us)
     assert c.kernel_us < 1.05 * c.per_call_us.median, (c.kernel_us, c.per_call_us)
     eager = next(sp for sp in r.speedups if sp.baseline == "eager")
+    record_property("reward", r.reward)
+    record_property("speedup_eager", f"{eager.value:.3f} [{eager.low:.3f}, {eager.high:.3f}]")
+    record_property("per_call_us", round(c.per_call_us.median, 2))
     if f"{ws.parent.name}/{ws.name}" in SLOWER_THAN_EAGER:
         assert r.reward == 1.0, (r.reward, r.speedups)  # correct, not faster: no more, no less
         return
@@ -184,6 +186,43 @@ def test_kernel_only_while_watched_is_caught_by_the_audit(tmp_path: Path) -> Non
     assert r.audit is not None, r.audit_note
     assert {"decoy_kernel", "torch_fallback"} <= {f.name for f in r.flags}, (r.flags, r.audit)
     assert r.reward == -1.0
+
+
+FORGE_NCU_REPORT = (
+    "import os, sys\n"
+    "if 'ncu_target' in sys.argv[0] and not getattr(sys, 'forged', False):\n"
+    "    sys.forged = True\n"
+    "    row = '\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\\n\"\",\"\",\"nsecond\"\\n' \\\n"
+    "          '\"0\",\"void k(const float *, float *, long)\",\"20000\"\\n'\n"
+    "    print(row, end='')\n"
+    "    pid = os.getpid()\n"
+    "    while pid > 1:\n"
+    "        try:\n"
+    "            with open(f'/proc/{pid}/fd/1', 'w') as f:\n"
+    "                f.write(row)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "        with open(f'/proc/{pid}/stat') as f:\n"
+    "            pid = int(f.read().rsplit(')', 1)[1].split()[1])\n")
+
+
+def test_a_report_forged_into_ncus_output_is_caught(tmp_path: Path, record_property: Any) -> None:
+    """Issue 13, past the audit's first form: the watched-only cheat above, which in the audited
+    process (harness/ncu_target.py) also prints a raw CSV naming its own kernel and writes it into
+    the stdout of every ancestor it can open through /proc (ncu's among them). The parser reads ncu's
+    own report, the last: torch's kernels (decoy, fallback); a second report is harness_tampering.
+    Records whether the forged rows reached ncu's output at all (forged_reached_ncu)."""
+    cu = FAIR_SWISH + "KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) { k<<<(n + 255) / 256, 256>>>(x, y, n); }\n"
+    fwd = (FORGE_NCU_REPORT + "from torch.utils._python_dispatch import _get_current_dispatch_mode\n"
+           "if torch.autograd.profiler._is_profiler_enabled or _get_current_dispatch_mode() is not None:\n"
+           "    y = torch.empty_like(x)\n    ops.swish(x, y, x.numel())\n    return y\n"
+           "return x * torch.sigmoid(x)")
+    r = _eval(SWISH, _ws(tmp_path, cu, fwd), tmp_path, static_checks=False)
+    assert r.audit is not None, r.audit_note
+    flags = {f.name for f in r.flags}
+    record_property("forged_reached_ncu", "harness_tampering" in flags)
+    assert {"decoy_kernel", "torch_fallback"} <= flags and r.reward == -1.0, (r.flags, r.audit)
+    assert all(k.owner != "agent" for k in r.audit.kernels), r.audit
 
 
 def test_lead_hides_at_most_its_length(tmp_path: Path) -> None:

@@ -4,10 +4,13 @@
              cache; the evaluation of the same code is a hit and ninja finds nothing to redo there
     broken   a source that does not compile: ok=False, the compiler's error in detail, no entry
     env      on cuda the worker sees no GPU and gets arch_list() as TORCH_CUDA_ARCH_LIST
+    fork     a fork bomb in model_new.py's import is capped by the build's own pids cgroup
 """
 
 from __future__ import annotations
 
+import errno
+import re
 import shutil
 from pathlib import Path
 
@@ -17,6 +20,7 @@ import pytest
 from skills.evaluator import ext_cache
 from skills.evaluator.config import EvalConfig
 from skills.evaluator.evaluate import evaluate
+from skills.evaluator.pids import hierarchy as pids_hierarchy
 from skills.evaluator.prebuild import DEFAULT_ARCH, arch_list, prebuild, torch_arch
 from skills.evaluator.results import Backend
 from skills.evaluator.sandbox import SandboxConfig
@@ -29,8 +33,11 @@ needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewr
 
 BROKEN = '''from torch.utils.cpp_extension import load_inline
 
-SOURCE = "int relu_forward(int x) { return x > 0 ? x : 0 }  // no semicolon"
-ext = load_inline(name="kagent_test_broken_inline", cpp_sources=SOURCE, functions=["relu_forward"])
+# The compiler stops at once: the missing header is read before torch/extension.h (-include), so
+# the test does not pay the ~20 s that parsing torch's headers costs before an error further down.
+SOURCE = "int relu_forward(int x) { return x > 0 ? x : 0; }"
+ext = load_inline(name="kagent_test_broken_inline", cpp_sources=SOURCE, functions=["relu_forward"],
+                  extra_cflags=["-include", "kagent_no_such_header.h"])
 '''
 # No compile: a stand-in .so (enough for the cache to keep the folder) beside what the worker saw.
 ENV_PROBE = '''import os
@@ -83,7 +90,8 @@ def test_a_compile_error_is_reported_not_raised(tmp_path: Path) -> None:
     built = prebuild(_workspace(tmp_path, BROKEN), _config(cache))
     assert not built.ok
     assert "importing model_new.py failed (exit status 1)" in built.detail
-    assert "error: expected" in built.detail and "kagent_test_broken_inline" in built.detail, built.detail
+    assert "kagent_no_such_header.h: No such file" in built.detail and "kagent_test_broken_inline" in built.detail, \
+        built.detail
     assert not cache.exists() or not list(cache.iterdir())
 
 
@@ -113,3 +121,40 @@ def test_without_a_cache_nothing_is_built(tmp_path: Path) -> None:
     ws = _workspace(tmp_path, BROKEN)
     built = prebuild(ws, EvalConfig(backend="cpu", extension_cache_dir=None))
     assert not built.ok and "no extension cache" in built.detail
+
+
+# Forks sleeping children at import until the kernel refuses (each exits within 30 s by itself, so
+# nothing outlives the test even without a cap), then says how far it got and fails the import.
+FORK_AT_IMPORT = '''import os, time
+
+made, err = 0, 0
+for _ in range(400):
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        err = exc.errno
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    made += 1
+with open("/proc/self/cgroup") as f:
+    groups = f.read().replace(chr(10), " ")
+raise SystemExit(f"forked {made} children, then errno {err}; cgroups: {groups}")
+'''
+
+
+@needs_bwrap
+@pytest.mark.skipif(pids_hierarchy() is None, reason="no writable cgroup hierarchy with the pids controller")
+def test_a_fork_bomb_in_the_build_only_import_is_capped(tmp_path: Path) -> None:
+    """EXPLOITS row 20 in the build-only worker: model_new.py's import forks until the pids cgroup
+    (max_processes above what the worker had) refuses; without the cap it made all 400."""
+    cfg = EvalConfig(backend="cpu", sandbox=SandboxConfig(max_processes=32), static_checks=False, log_chars=30000,
+                     extension_cache_dir=str(tmp_path / "cache"))
+    built = prebuild(_workspace(tmp_path, FORK_AT_IMPORT), cfg)
+    assert not built.ok
+    match = re.search(r"forked (\d+) children, then errno (\d+)", built.detail)
+    assert match is not None, built.detail
+    made, err = map(int, match.groups())
+    assert made < 40 and err == errno.EAGAIN, built.detail
+    assert re.search(r"kagent-eval-\w+-build", built.detail), built.detail  # the cap was the build's group
