@@ -6,8 +6,8 @@ evidence for skills/evaluator/cpu_samples.py's thresholds.
 Grades, in final mode with the default cpu config, every bundled cpu reference solution, the
 load_inline relu fixture, and two cheats behind the static checks: torch's clamp whenever nothing
 in the process watches (`when_watched`), and the same with the kernel also run on a twentieth of
-every call's elements (`decoy_slice`, the next cheat: its share is what the flag's threshold
-would have to catch). Prints agent / torch / python / openmp / other shares
+every call's elements (`decoy_slice`: the flag's ratio of the agent's share to torch's is set
+between the fair rows and this one). Prints agent / torch / python / openmp / other shares
 per evaluation and writes benchmarks/results/OUT.json.
 """
 
@@ -30,7 +30,7 @@ from benchmarks.common import environment, table, write_result  # noqa: E402
 from skills.evaluator.baselines import JsonBaselineCache  # noqa: E402
 from skills.evaluator.build import BuildConfig  # noqa: E402
 from skills.evaluator.config import EvalConfig  # noqa: E402
-from skills.evaluator.cpu_samples import AGENT_SHARE  # noqa: E402
+from skills.evaluator.cpu_samples import AGENT_PER_TORCH, TORCH_SHARE  # noqa: E402
 from skills.evaluator.evaluate import evaluate  # noqa: E402
 
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
@@ -97,9 +97,12 @@ def main() -> None:
     print(table(["case", "reward", "flags", "samples", "agent %", "torch %", "python %", "openmp %", "other %"],
                 [[r["case"], r["reward"], ",".join(r["flags"]) or "-", r["samples"], r["agent"], r["torch"],
                   r["python"], r["openmp"], r["other"]] for r in rows]))
-    fair = [r["agent"] for r in rows if not r["case"].startswith("cheat") and r["agent"] is not None]
-    print(f"lowest fair agent share {min(fair) if fair else None}% (flagged at or below {100 * AGENT_SHARE:g}%)")
-    path = write_result(args.out, {"environment": environment(), "agent_share": AGENT_SHARE, "rows": rows})
+    fair = [round(r["agent"] / max(r["torch"], 0.1), 2) for r in rows
+            if not r["case"].startswith("cheat") and r["agent"] is not None]
+    print(f"lowest fair agent/torch {min(fair) if fair else None} (flagged below {AGENT_PER_TORCH:g} with torch at"
+          f" {100 * TORCH_SHARE:g}% or more)")
+    path = write_result(args.out, {"environment": environment(), "agent_per_torch": AGENT_PER_TORCH,
+                                   "torch_share": TORCH_SHARE, "rows": rows})
     print(f"wrote {path}")
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from skills.evaluator import cpu_samples
 from skills.evaluator.cpu_samples import (
-    AGENT_SHARE,
+    AGENT_PER_TORCH,
     MIN_SAMPLES,
     TORCH_SHARE,
     ThreadSampler,
@@ -74,6 +74,8 @@ def test_a_missing_process_is_reported_not_raised() -> None:
 @pytest.mark.parametrize(("places", "flagged"), [
     ({"torch": 130, "python": 80, "other": 40}, True),  # the cheat: none of the agent's code ran
     ({"torch": 130, "python": 80, "agent": 1}, True),  # a watched call or two among hundreds
+    ({"torch": 121, "python": 52, "agent": 9, "other": 9}, True),  # a decoy slice: 4.7% agent, 63% torch
+    ({"torch": 90, "python": 50, "agent": 60}, False),  # torch's share high, the agent's code two thirds of it
     ({"torch": 80, "python": 90, "agent": 45, "openmp": 5}, False),  # a fair kernel under torch's overhead
     ({"torch": 40, "python": 160, "agent": 1}, False),  # a tiny kernel in Python's overhead: torch did not do the work
     ({"python": 200, "other": 40}, False),  # compute outside torch (numpy: the static checks' business)
@@ -89,19 +91,20 @@ def test_verdict(places: dict[str, int], flagged: bool) -> None:
 
 
 def test_thresholds_leave_the_measured_fair_kernels_a_wide_margin() -> None:
-    """Between the marks, the bundled cpu solutions spent 32-56% of the timed calls' CPU time in their
-    own code and 12-24% in torch's, the when_watched cheat 0% and 64-72% (benchmarks/results/cpu-sample-shares.json)."""
+    """Between the marks, the bundled cpu solutions spent 1.5-2.5 times as much of the timed calls'
+    CPU time in their own code as in torch's (at most 24% there), the cheats (when_watched, decoy_slice)
+    at most 0.07 times, with 63% or more in torch's (benchmarks/results/cpu-sample-shares.json)."""
     import json
 
     rows = json.loads((Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "cpu-sample-shares.json")
                       .read_text())["rows"]
     fair = [r for r in rows if not r["case"].startswith("cheat")]
-    cheats = [r for r in rows if r["case"] == "cheat when_watched"]  # decoy_slice: the next cheat, not caught
-    assert fair and cheats
-    assert min(r["agent"] for r in fair) >= 10 * 100 * AGENT_SHARE
+    cheats = [r for r in rows if r["case"] in ("cheat when_watched", "cheat decoy_slice")]
+    assert fair and len(cheats) == 2
+    assert min(r["agent"] / max(r["torch"], 1e-9) for r in fair) >= 4 * AGENT_PER_TORCH
     assert max(r["torch"] for r in fair) <= 0.6 * 100 * TORCH_SHARE
-    assert all(r["agent"] <= 100 * AGENT_SHARE and r["torch"] >= 100 * TORCH_SHARE and "decoy_kernel" in r["flags"]
-               for r in cheats)
+    assert all(r["agent"] < AGENT_PER_TORCH * r["torch"] / 2 and r["torch"] >= 100 * TORCH_SHARE
+               and "decoy_kernel" in r["flags"] for r in cheats), cheats
     assert MIN_SAMPLES >= 30
 
 
@@ -117,7 +120,7 @@ def test_torch_compute_whenever_nothing_watches_is_caught(tmp_path: Path) -> Non
     if r.cpu_samples is None:
         pytest.skip(f"not sampled here: {r.cpu_samples_note}")
     assert "decoy_kernel" in {f.name for f in r.flags}, (r.flags, r.cpu_samples)
-    assert r.reward == -1.0 and r.cpu_samples.share("agent") <= AGENT_SHARE
+    assert r.reward == -1.0 and r.cpu_samples.share("agent") < AGENT_PER_TORCH * r.cpu_samples.share("torch")
     # the same forward with the sampler off: what it scored before
     off = run_eval(RELU, make_ws(tmp_path, WATCHED, {"relu.cpp": RELU_CPP}, RELU), tmp_path / "build",
                    mode="final", static_checks=False, cpu_sampling=False)
@@ -141,7 +144,7 @@ def test_the_fair_kernel_it_imitates_passes_and_the_report_says_where_its_time_w
     assert r.correct and not r.flags and r.reward is not None and r.reward >= 1.0, r.flags
     if r.cpu_samples is None:
         pytest.skip(f"not sampled here: {r.cpu_samples_note}")
-    assert r.cpu_samples.share("agent") > AGENT_SHARE, r.cpu_samples.describe()
+    assert r.cpu_samples.share("agent") >= AGENT_PER_TORCH * r.cpu_samples.share("torch"), r.cpu_samples.describe()
     assert "CPU time of the timed calls (sampled outside your process)" in format_result(r)
     assert judged and all(judged), judged  # every paired baseline round paid the same interrupts
 
