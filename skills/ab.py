@@ -101,8 +101,11 @@ def pair_ratio(a: EvalResult, b: EvalResult) -> tuple[float, float, float]:
     return tb.median / ta.median, tb.low / ta.high, tb.high / ta.low
 
 
-def compare(a_runs: list[EvalResult], b_runs: list[EvalResult]) -> tuple[Ratio | None, Verdict]:
-    """The ratio and verdict of a series (no ratio once any run faulted or failed)."""
+def compare(a_runs: list[EvalResult], b_runs: list[EvalResult], same: bool | None = False
+            ) -> tuple[Ratio | None, Verdict]:
+    """The ratio and verdict of a series (no ratio once any run faulted or failed). Where A and B
+    are the same files (`same`), neither is faster whatever the interval says: a load that changed
+    within the series moved it (measured on the loaded 2-core box: 0.86x, interval 0.71-0.99)."""
     runs = a_runs + b_runs
     if any(r.environment_fault is not None for r in runs):
         return None, "environment_fault"
@@ -111,6 +114,8 @@ def compare(a_runs: list[EvalResult], b_runs: list[EvalResult]) -> tuple[Ratio |
     pairs = [pair_ratio(a, b) for a, b in zip(a_runs, b_runs, strict=True)]
     ratio = Ratio(value=statistics.median(p[0] for p in pairs), low=min(p[1] for p in pairs),
                   high=max(p[2] for p in pairs), pairs=[p[0] for p in pairs])
+    if same:
+        return ratio, "no_clear_difference"
     if ratio.low > 1.0:
         return ratio, "a_faster"
     if ratio.high < 1.0:
@@ -173,7 +178,7 @@ async def profile_runs(evaluate: Evaluate, ws: Workspace, snaps: Snapshots, *, a
     a = await anyio.to_thread.run_sync(snaps.take, ws)
     same = await anyio.to_thread.run_sync(same_files, a, b) if b is not None else None
     order, a_runs, b_runs, stopped = await series(evaluate, a, b, repeats)
-    ratio, verdict = compare(a_runs, b_runs) if b is not None else (None, None)
+    ratio, verdict = compare(a_runs, b_runs, same) if b is not None else (None, None)
     if a_runs and all(trouble(r) is None for r in a_runs):
         await anyio.to_thread.run_sync(snaps.keep, a, "profile")
     else:
@@ -263,6 +268,9 @@ def _verdict_line(rec: ProfileRuns) -> str:
         return f"{head}: A is faster; B takes {r.value:.2f}x A's time"
     if rec.verdict == "b_faster":
         return f"{head}: B is faster; it takes {r.value:.2f}x A's time ({1 / r.value:.2f}x faster)"
+    if rec.same_files and not r.low <= 1.0 <= r.high:
+        return (f"{head}: no clear difference: A and B are the same files, so the interval's missing 1 is this"
+                f" machine's noise (its load changed during the series)")
     more = "; one pair cannot see a change of load between its runs: repeats=3 tells more" if len(r.pairs) == 1 else ""
     return f"{head}: no clear difference (the interval holds 1){more}"
 

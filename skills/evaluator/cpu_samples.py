@@ -31,8 +31,9 @@ by itself.
 The next cheats, reasoned: a larger slice, the kernel doing about half of each call's work and
 torch the rest (the shares then balance; the cheat saves half a kernel's writing); and the torch
 compute on a thread of the candidate's own while the calling thread spins in the agent's library
-for as long (the call costs no more, the agent's share is large). Closing them needs to know which code produced the outputs, per thread: symbols of
-libtorch for the sampled addresses (its compute kernels against allocation and copies). Not built.
+for as long (the call costs no more, the agent's share is large). Closing them needs to know which
+code produced the outputs, per thread: symbols of libtorch for the sampled addresses (its compute
+kernels against allocation and copies). Not built.
 """
 
 from __future__ import annotations
@@ -63,13 +64,16 @@ thread's CPU; records past a full buffer are lost (counted) rather than overwrit
 a user without CAP_IPC_LOCK may lock only kernel.perf_event_mlock_kb (516 KiB) of them: past that,
 threads beyond the first few are left unsampled (`Samples.threads` says how many were)."""
 MIN_SAMPLES = 30
-"""Fewer samples than this decide nothing. With both shares required below, a fair kernel (agent
-32-56%, torch 12-24%) flagged by chance at 30 samples needs no agent sample (0.68^30 < 1e-5) and 12
-or more torch ones at once; a fast cheat's timed calls gave 50-61 samples over its rounds."""
-AGENT_PER_TORCH = 0.25
+"""Fewer samples than this decide nothing. A fair kernel with the least favourable measured shares
+(agent 36%, torch 22%: level1/04_mse_loss) is flagged by chance at 30 samples with probability
+6e-5 (12 or more torch samples and fewer than a fifth as many agent ones; 5e-7 at 50, 3e-12 at
+100; the fair rows took 117-436); the cheats' timed calls gave 43-73 samples over their rounds,
+so a higher floor would let the fastest of them through."""
+AGENT_PER_TORCH = 0.2
 """The agent's code held less than this fraction of torch's share of the samples (the bundled cpu
-solutions: 1.5-2.5 times torch's, the load_inline fixture 120 times; the cheats: 0 and 0.07 times,
-benchmarks/results/cpu-sample-shares.json) ..."""
+solutions: 1.6-4.3 times torch's, the load_inline fixture 30-120 times; the cheats: 0 and 0.05-0.07
+times, benchmarks/results/cpu-sample-shares.json; a decoy slice of a twentieth, 5% agent and 65% torch,
+is caught with probability 0.93 at 30 samples, 0.996 at 100) ..."""
 TORCH_SHARE = 0.4
 """... and torch's libraries at least this share (the bundled solutions: 12-24%, their allocation and
 dispatch; the cheats: 63-72%, their compute): torch did the calls' work. Both must hold, so a fair

@@ -56,7 +56,8 @@ from skills.evaluator.results import AuditedKernel, Flag, KernelAudit, Owner
 from skills.evaluator.sandbox import SandboxUnavailable
 
 AUDIT_FACTOR = 3.0
-"""The audited call's kernels may take this many times the judged time per call (plus the slack)."""
+"""The audited call's kernels may take this many times the judged time per call (plus the slack).
+The reference solutions read 0.84-1.02 times (22 of them, H100, 2026-12-06: docs/results.md)."""
 AUDIT_SLACK_US = 50.0
 """Fixed slack for tiny calls, whose single profiled launch is dominated by cold caches."""
 AUDIT_METRICS = "gpu__time_duration.sum"

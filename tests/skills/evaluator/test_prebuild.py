@@ -24,6 +24,7 @@ from skills.evaluator.pids import hierarchy as pids_hierarchy
 from skills.evaluator.prebuild import DEFAULT_ARCH, arch_list, prebuild, torch_arch
 from skills.evaluator.results import Backend
 from skills.evaluator.sandbox import SandboxConfig
+from tests.skills.evaluator.test_sandbox_pids import FORK_LOOP
 
 ROOT = Path(__file__).resolve().parents[3]
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
@@ -125,23 +126,9 @@ def test_without_a_cache_nothing_is_built(tmp_path: Path) -> None:
 
 # Forks sleeping children at import until the kernel refuses (each exits within 30 s by itself, so
 # nothing outlives the test even without a cap), then says how far it got and fails the import.
-FORK_AT_IMPORT = '''import os, time
-
-made, err = 0, 0
-for _ in range(400):
-    try:
-        pid = os.fork()
-    except OSError as exc:
-        err = exc.errno
-        break
-    if pid == 0:
-        time.sleep(30)
-        os._exit(0)
-    made += 1
-with open("/proc/self/cgroup") as f:
-    groups = f.read().replace(chr(10), " ")
-raise SystemExit(f"forked {made} children, then errno {err}; cgroups: {groups}")
-'''
+FORK_AT_IMPORT = ("import os, time\n\n" + FORK_LOOP.replace("FORKS", "400").replace("SLEEP", "30")
+                  + "with open('/proc/self/cgroup') as f:\n    groups = f.read().replace(chr(10), ' ')\n"
+                  + "raise SystemExit(f'forked {made} children, then errno {err}; cgroups: {groups}')\n")
 
 
 @needs_bwrap

@@ -20,25 +20,25 @@ from skills.evaluator.sandbox import SandboxConfig, active
 
 needs_pids = pytest.mark.skipif(hierarchy() is None, reason="no writable cgroup hierarchy with the pids controller")
 
-# Waits for a line on stdin, then forks up to argv[1] sleeping children; prints how many it made
-# and the errno that stopped it (0: none did).
-FORKER = """\
-import os, sys, time
-sys.stdin.readline()
+# Forks up to FORKS children that sleep SLEEP seconds and exit; `made` counts them, `err` is the
+# errno that stopped it (0: none did). Needs os and time.
+FORK_LOOP = """\
 made, err = 0, 0
-for _ in range(int(sys.argv[1])):
+for _ in range(FORKS):
     try:
         pid = os.fork()
     except OSError as exc:
         err = exc.errno
         break
     if pid == 0:
-        time.sleep(60)
+        time.sleep(SLEEP)
         os._exit(0)
     made += 1
-print(made, err, flush=True)
-time.sleep(60)
 """
+# Waits for a line on stdin, then forks up to argv[1] sleeping children; prints how many it made
+# and the errno that stopped it.
+FORKER = ("import os, sys, time\nsys.stdin.readline()\n" + FORK_LOOP.replace("FORKS", "int(sys.argv[1])")
+          .replace("SLEEP", "60") + "print(made, err, flush=True)\ntime.sleep(60)\n")
 
 
 def start_forker(forks: int) -> subprocess.Popen[str]:
