@@ -150,6 +150,13 @@ class Slot:
             with contextlib.suppress(WorkerFailed):
                 await w.send(P.Preinit())
 
+    async def discard(self) -> None:
+        """Both workers closed and the scratch folder removed (a slot nobody will evaluate in)."""
+        with anyio.CancelScope(shield=True):
+            await self.cand.close()
+            await self.judge.close()
+            await anyio.to_thread.run_sync(shutil.rmtree, self.scratch.root, True)
+
 
 async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
     """Make a scratch folder and start both workers in it (raises SandboxUnavailable). They import
@@ -169,16 +176,30 @@ async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
     if cores is not None:
         cand_env["KAGENT_CPUS"], env["KAGENT_CPUS"] = str(cores[0]), str(cores[1])
     judge_end, cand_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    judge: Worker | None = None
     try:
-        judge = await Worker.start("judge", [cfg.python, "-m", "skills.evaluator.harness.judge"], env, nonce, link=judge_end)
-        cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
-                                  log_chars=cfg.log_chars, run_as=scratch.run_as, marks=cfg.clock_marks, link=cand_end)
-    finally:  # each worker has its end now: a dead worker then reads as a closed link to the other
-        judge_end.close()
-        cand_end.close()
+        try:
+            judge = await Worker.start("judge", [cfg.python, "-m", "skills.evaluator.harness.judge"], env, nonce,
+                                       link=judge_end)
+            cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
+                                      log_chars=cfg.log_chars, run_as=scratch.run_as, marks=cfg.clock_marks,
+                                      link=cand_end)
+        finally:  # each worker has its end now: a dead worker then reads as a closed link to the other
+            judge_end.close()
+            cand_end.close()
+    except BaseException:  # a worker that could not start, or a cancel: nothing of the slot stays behind
+        with anyio.CancelScope(shield=True):
+            if judge is not None:
+                await judge.close()
+            await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)
+        raise
     slot = Slot(scratch, judge, cand, nonce)
     if preinit:
-        await slot.preinit()
+        try:
+            await slot.preinit()
+        except BaseException:
+            await slot.discard()
+            raise
     return slot
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -11,6 +11,14 @@ import anyio
 from skills.evaluator.config import EvalConfig
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.launch import Slot, start_slot
+from skills.evaluator.sandbox import SandboxUnavailable
+from skills.evaluator.workers import WorkerFailed
+
+log = logging.getLogger(__name__)
+
+RETRY_S = 5.0
+"""After a slot failed to start, the refill waits this long before the next (an evaluation that
+takes a slot meanwhile starts its own, and reports why that one failed)."""
 
 
 class WarmPool:
@@ -80,11 +88,8 @@ class WarmPool:
         assert self._tg is not None
         self._tg.cancel_scope.cancel()
         await self._tg.__aexit__(None, None, None)
-        with anyio.CancelScope(shield=True):
-            for slot in self.ready:
-                await slot.cand.close()
-                await slot.judge.close()
-                await anyio.to_thread.run_sync(shutil.rmtree, slot.scratch.root, True)
+        for slot in self.ready:
+            await slot.discard()
         self.ready.clear()
 
     async def _keep_full(self) -> None:
@@ -92,11 +97,10 @@ class WarmPool:
             while len(self.ready) < self.size:
                 # Shielded: a slot half-started when the pool closes would leak its processes.
                 with anyio.CancelScope(shield=True):
-                    slot = await start_slot(self.config, preinit=False)
-                # Ready once both workers have imported torch and brought CUDA up.
-                with anyio.CancelScope(shield=True):
-                    self._warming = True
-                    await self._start_cuda(slot)
+                    slot = await self._new_slot()
+                if slot is None:
+                    await anyio.sleep(RETRY_S)
+                    continue
                 self.ready.append(slot)
                 self._warming = False
                 self._added.set()
@@ -104,6 +108,26 @@ class WarmPool:
             self._full.set()
             await self._wake.wait()
             self._wake = anyio.Event()
+
+    async def _new_slot(self) -> Slot | None:
+        """A slot whose workers imported torch and brought CUDA up; None, with nothing of it left
+        behind (processes, scratch folder), where it could not be started."""
+        try:
+            slot = await start_slot(self.config, preinit=False)
+        except (SandboxUnavailable, OSError) as exc:
+            log.warning("a pool slot could not be started (%s); trying again in %.0f s", exc, RETRY_S)
+            return None
+        self._warming = True
+        try:
+            await self._start_cuda(slot)
+        except (WorkerFailed, TimeoutError, OSError) as exc:  # it died or hung bringing CUDA up
+            await slot.discard()
+            self._warming = False
+            self._added.set()  # a take() waiting for it starts a slot of its own
+            self._added = anyio.Event()
+            log.warning("a pool slot failed to start (%s); trying again in %.0f s", exc, RETRY_S)
+            return None
+        return slot
 
     async def take(self) -> Slot:
         """A started slot (or one started now when none is ready); the pool refills behind it."""

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import anyio
+import pytest
 
 from skills.evaluator.build import BuildConfig
 from skills.evaluator.config import EvalConfig
@@ -96,8 +97,8 @@ def test_pool_holds_cuda_start_while_a_timed_loop_runs(build_cache_dir: Path) ->
             with anyio.fail_after(120):
                 await pool.wait_full()
             assert pool.ready
-            await slot.cand.close()
-            await slot.judge.close()
+            await slot.discard()
+            assert not slot.scratch.root.exists()
 
     anyio.run(main)
 
@@ -142,3 +143,34 @@ def test_timed_loop_waits_for_a_cuda_start_in_progress() -> None:
         assert entered and entered[0] >= released
 
     anyio.run(main)
+
+
+def test_a_slot_that_cannot_start_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The candidate worker fails to start after the judge did: start_slot kills the judge and
+    removes the scratch folder before the error goes on (before, both stayed behind)."""
+    from skills.evaluator import launch
+    from skills.evaluator.workers import Worker
+
+    started: list[Worker] = []
+    made: list[Path] = []
+    real_start, real_scratch = Worker.start, launch.make_scratch
+
+    async def start(name: str, *args: object, **kw: object) -> Worker:
+        if name == "candidate":
+            raise OSError("no process for the candidate")
+        w = await real_start(name, *args, **kw)  # type: ignore[arg-type]
+        started.append(w)
+        return w
+
+    def make_scratch(*args: object, **kw: object) -> launch.Scratch:
+        s = real_scratch(*args, **kw)  # type: ignore[arg-type]
+        made.append(s.root)
+        return s
+
+    monkeypatch.setattr(Worker, "start", start)
+    monkeypatch.setattr(launch, "make_scratch", make_scratch)
+    cfg = EvalConfig(backend="cpu")
+    with pytest.raises(OSError, match="no process for the candidate"):
+        anyio.run(launch.start_slot, cfg)
+    assert made and not made[0].exists()
+    assert started and started[0].closed and started[0].proc.returncode is not None
