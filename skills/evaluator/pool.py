@@ -12,7 +12,6 @@ from skills.evaluator.config import EvalConfig
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.launch import Slot, start_slot
 from skills.evaluator.sandbox import SandboxUnavailable
-from skills.evaluator.workers import WorkerFailed
 
 log = logging.getLogger(__name__)
 
@@ -110,23 +109,16 @@ class WarmPool:
             self._wake = anyio.Event()
 
     async def _new_slot(self) -> Slot | None:
-        """A slot whose workers imported torch and brought CUDA up; None, with nothing of it left
-        behind (processes, scratch folder), where it could not be started."""
+        """A slot whose workers imported torch and brought CUDA up (or died trying: the evaluation
+        that takes it reports that); None where it could not be started at all, in which case
+        start_slot left nothing of it behind (processes, scratch folder)."""
         try:
             slot = await start_slot(self.config, preinit=False)
         except (SandboxUnavailable, OSError) as exc:
             log.warning("a pool slot could not be started (%s); trying again in %.0f s", exc, RETRY_S)
             return None
         self._warming = True
-        try:
-            await self._start_cuda(slot)
-        except (WorkerFailed, TimeoutError, OSError) as exc:  # it died or hung bringing CUDA up
-            await slot.discard()
-            self._warming = False
-            self._added.set()  # a take() waiting for it starts a slot of its own
-            self._added = anyio.Event()
-            log.warning("a pool slot failed to start (%s); trying again in %.0f s", exc, RETRY_S)
-            return None
+        await self._start_cuda(slot)
         return slot
 
     async def take(self) -> Slot:
