@@ -21,6 +21,7 @@ from runtime.policy import Policy, make_policy
 from runtime.scheduler import Scheduler
 from runtime.server import ServerState, bind, make_app, serve, url_of
 from runtime.store import Store
+from skills.evaluator.launch import sweep_scratch
 
 log = logging.getLogger("kagentd")
 
@@ -60,6 +61,11 @@ class Daemon:
         for folder in (self.paths.state_dir, self.paths.db.parent):
             folder.mkdir(parents=True, exist_ok=True)
         self.paths.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)  # the pid file: owner only
+        # scratch folders of evaluations whose process was killed (a kagentd stopped by SIGKILL)
+        removed = await anyio.to_thread.run_sync(sweep_scratch)
+        if removed:
+            log.info("removed %d evaluation scratch folder(s) whose process is gone: %s", len(removed),
+                     ", ".join(p.name for p in removed[:5]) + (" ..." if len(removed) > 5 else ""))
         # Signals are caught from here on, so a SIGTERM during start-up also stops gracefully.
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async with Store.open(self.paths.db) as store:

@@ -46,9 +46,30 @@ class Scratch(msgspec.Struct):
     """uid/gid the candidate runs as (65534 when the evaluator is root), None for the current user."""
 
 
+SCRATCH_PREFIX = "kagent-eval-"
+OWNER_FILE = "owner"
+"""In each scratch folder's root (never bound into the sandbox): the pid and start time of the
+process that made it, so that a later process can tell a folder whose maker was killed."""
+
+
+def _scratch_base() -> Path:
+    return Path("/dev/shm") if os.path.isdir("/dev/shm") else Path(tempfile.gettempdir())
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), None when no
+    such process: with the pid, it names one process even after the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
 def make_scratch(sandbox: SandboxConfig) -> Scratch:
     """A fresh folder whose permissions the evaluator controls; the sandbox binds its parts."""
-    root = Path(tempfile.mkdtemp(prefix="kagent-eval-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+    root = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=_scratch_base()))
+    (root / OWNER_FILE).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
     run_as = candidate_uid(sandbox)
     os.chmod(root, 0o711)
     for sub in ("exchange", "lib", "out", "tmp", "torch_extensions", "ws", "ws/kernels"):
@@ -56,6 +77,27 @@ def make_scratch(sandbox: SandboxConfig) -> Scratch:
         if sub in ("out", "tmp", "torch_extensions") and run_as is not None:
             os.chown(root / sub, run_as, run_as)
     return Scratch(root=root, workspace=root / "ws", lib=None, run_as=run_as)
+
+
+def sweep_scratch(base: Path | None = None) -> list[Path]:
+    """Remove the scratch folders whose maker is gone: its pid no longer runs, or runs another
+    process (another start time). An evaluation removes its own folder when it ends, also on error
+    and cancellation; only a killed process (SIGKILL, the OOM killer, a lost machine) leaves one.
+    Folders of live processes, and folders without an owner file (being made, or made by a kagent
+    from before the file), are kept. Returns what was removed."""
+    removed = []
+    for path in sorted((base or _scratch_base()).glob(SCRATCH_PREFIX + "*")):
+        try:
+            pid_text, started = (path / OWNER_FILE).read_text().split()
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if pid > 0 and _start_time(pid) == started:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(path)
+    return removed
 
 
 def fill_scratch(scratch: Scratch, ws: Path, built: BuildResult | None) -> None:

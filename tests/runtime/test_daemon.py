@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 from runtime.config import HotloadConfig
 from runtime.hotload import STABLE, CommandLoader, Hotloader, LoraLoader
 from runtime.store import Store
+from skills.evaluator import launch
 from tests.kagentd_harness import (
     READ,
     RELU,
@@ -31,13 +33,24 @@ from tests.kagentd_harness import (
 )
 
 
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    p = subprocess.Popen(["true"])  # noqa: S607
+    p.wait()
+    return p.pid
+
+
 @pytest.mark.slow
 def test_lifecycle_xdg_files_and_second_daemon(tmp_path: Path) -> None:
     # No policy server: none is needed until an episode runs, and then the daemon says why it failed.
     d = Kagentd(tmp_path, "http://127.0.0.1:9/v1", extra={"scheduler": {"request_attempts": 1}})
+    # an evaluation's scratch folder whose maker was killed (its pid no longer runs): swept at start
+    left = Path(tempfile.mkdtemp(prefix=launch.SCRATCH_PREFIX, dir=launch._scratch_base()))
+    (left / launch.OWNER_FILE).write_text(f"{_dead_pid()} 0\n")
     started = d.cli("start")
     assert started.returncode == 0, started.stderr
     try:
+        assert not left.exists() and "evaluation scratch folder(s) whose process is gone" in (d.state / "kagentd.log").read_text()
         assert f"kagentd started: pid {d.pid}, {d.url}" in started.stdout
         # XDG: pid and info in $XDG_RUNTIME_DIR/kagent, store and log in $XDG_STATE_HOME/kagent.
         assert d.run_dir == tmp_path / "xdg-run" / "kagent" and (d.run_dir / "kagentd.pid").is_file()
