@@ -11,6 +11,7 @@
 #   audit      the kernel audit on cuda: the cheat it catches, the fair swish, every reference solution (profiled/judged ratios)
 #   sharing    the shared-GPU check's GPU tests alone (their spinners would skew any timing beside them)
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
+#   checks     the evaluator's GPU tests but the reference solutions (audit runs those), then skill latency
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
@@ -81,8 +82,9 @@ if is tests; then
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G; }
 fi
 if is audit; then  # the kernel audit (Nsight Compute outside the candidate): the watched-only cheat and the fair swish first, then every reference solution (profiled/judged ratios)
-  step pytest-audit-cheat; TAIL=20 run "${T_AUDIT_CHEAT:-120}" pytest_gpu_audit_cheat.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-audit-cheat-$G.xml tests/skills/evaluator/test_gpu_eval.py -k "watched or fair_swish or forged"
-  if grep -q "cannot list kernels" "$OUT/pytest_gpu_audit_cheat.log"; then echo "audit: ncu unusable in the sandbox, reference solutions not audited"; else
+  # AUDIT_CHEAT=0: the checks mode of the same machine ran these already
+  [ "${AUDIT_CHEAT:-1}" = 0 ] || { step pytest-audit-cheat; TAIL=20 run "${T_AUDIT_CHEAT:-120}" pytest_gpu_audit_cheat.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-audit-cheat-$G.xml tests/skills/evaluator/test_gpu_eval.py -k "watched or fair_swish or forged"; }
+  if grep -qs "cannot list kernels" "$OUT/pytest_gpu_audit_cheat.log"; then echo "audit: ncu unusable in the sandbox, reference solutions not audited"; else
   step pytest-audit; TAIL=40 run "${T_AUDIT:-420}" pytest_gpu_audit.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-audit-$G.xml tests/skills/evaluator/test_gpu_eval.py -k "reference_solution ${AUDIT_K:+and ($AUDIT_K)}"
   step audit-ratios; TAIL=30 run 30 audit_ratios.log python3 benchmarks/audit_ratios.py benchmarks/results/gpu-junit-audit-$G.xml --out audit-ratios-$G
   fi
@@ -90,6 +92,10 @@ fi
 if is tests-eval; then  # the evaluator's GPU tests in two JUnit files (each survives the other's timeout), latency, the memory plan's hard cases
   step pytest-solutions; TAIL=30 run "${T_SOL:-300}" pytest_gpu_solutions.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-solutions-$G.xml tests/skills/evaluator/test_gpu_eval.py -k reference_solution
   step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-$G.xml tests/skills/evaluator/test_gpu_eval.py tests/skills/evaluator/test_gpu_trust.py tests/skills/evaluator/test_gpu_memory.py -k "not reference_solution"
+  [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G; }
+fi
+if is checks; then  # the evaluator's GPU tests but the reference solutions (the audit mode runs those): cheats, fair kernels, memory plan; latency
+  step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-$G.xml $EVAL_GPU_TESTS -k "not reference_solution"
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G; }
 fi
 if is rest; then  # what tests-eval leaves: library builds on the GPU, level-3 solutions, the cold load_inline test; latency; timing CV of 10 profiles
