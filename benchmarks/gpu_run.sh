@@ -12,6 +12,7 @@
 #   sharing    the shared-GPU check's GPU tests alone (their spinners would skew any timing beside them)
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   checks     the evaluator's GPU tests but the reference solutions (audit runs those), then skill latency
+#   perf       skill latency from the warm pool and the timing CV of 10 profiles (bench_eval.py latency, stability)
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
@@ -68,7 +69,7 @@ if is probes; then  # evidence for the shared-GPU check and for the library solu
 fi
 LIB=${LIB:-"level2/07_conv_batchnorm_relu level2/15_conv_gelu_global_avgpool level2/19_pointwise_conv_hardswish_residual level2/21_conv_relu_bias_add level3/06_resnet_basic_block level3/07_small_cnn level3/08_tiny_vgg level3/09_depthwise_separable_block"}
 if is library; then  # where each library solution's time goes, then the reward the evaluator gives it
-  step probe-solutions; TAIL=12 run "${T_LIBPROBE:-200}" probe_solutions.log python3 benchmarks/probe_solution_kernels.py $LIB
+  step probe-solutions; TAIL=12 run "${T_LIBPROBE:-200}" probe_solutions.log python3 benchmarks/probe_solution_kernels.py $LIB --out "${LIB_PROBE_OUT:-solution-kernels-$G}"
   [ "${LIB_BENCH:-1}" = 0 ] || { step bench-library; TAIL=40 run "${T_LIB:-300}" bench_library.log python3 -m runtime.cli bench $(for p in $LIB; do echo "problems/$p.py"; done) --reference --backend cuda --no-progress --out "${LIB_OUT:-benchmarks/results/bench-library-$G}"; }
 fi
 if is tests-build; then  # GPU tests outside the evaluator's files: builds, libraries, the bundled solutions' compile test
@@ -97,6 +98,10 @@ fi
 if is checks; then  # the evaluator's GPU tests but the reference solutions (the audit mode runs those): cheats, fair kernels, memory plan; latency
   step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-$G.xml $EVAL_GPU_TESTS -k "not reference_solution"
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G; }
+fi
+if is perf; then  # issue 13's performance line: run_tests / profile latency from the warm pool, timing CV of 10 profiles
+  step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G
+  step stability; TAIL=8 run "${T_STAB:-100}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-$G
 fi
 if is rest; then  # what tests-eval leaves: library builds on the GPU, level-3 solutions, the cold load_inline test; latency; timing CV of 10 profiles
   step pytest-rest; TAIL=30 run "${T_REST:-150}" pytest_gpu_rest.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 100 --junitxml=benchmarks/results/gpu-junit-rest-$G.xml tests/skills/evaluator/test_build_libraries.py "tests/skills/evaluator/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/02_gru_seq]" "tests/skills/evaluator/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/03_mlp_block]" "tests/skills/evaluator/test_gpu_eval.py::test_reference_solution_passes_and_beats_eager[level3/07_small_cnn]" tests/skills/evaluator/test_gpu_trust.py::test_load_inline_cache_on_cuda

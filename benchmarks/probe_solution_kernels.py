@@ -2,7 +2,7 @@
 its ModelNew and the problem's eager Model timed one call at a time (L2 flushed, CUDA events),
 the largest output difference, and each side's kernels by GPU time (torch.profiler).
 
-    python3 benchmarks/probe_solution_kernels.py PROBLEM [PROBLEM ...] [--out solution-kernels-h200]
+    python3 benchmarks/probe_solution_kernels.py PROBLEM [PROBLEM ...] [--out solution-kernels-<gpu>]
 
 PROBLEM is a bundled problem name (level2/21_conv_relu_bias_add) with a solution under
 problems/solutions/cuda/. Nothing here is graded: candidate and reference share one process, so this
@@ -107,7 +107,8 @@ def _probe(name: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("problems", nargs="+")
-    ap.add_argument("--out", default="solution-kernels-h200")
+    ap.add_argument("--out", default=None, help="result name under benchmarks/results/ (default: solution-kernels-<gpu>,"
+                                                   " e.g. solution-kernels-h100: timings compare within one card only)")
     args = ap.parse_args(argv)
     import torch
 
@@ -137,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {k['us_per_call']:8.1f} us  x{k['launches_per_call']:<4g} {k['kernel']}")
     print(table(["problem", "eager us", "solution us", "speedup", "solution host us", "solution b2b us", "max |diff|",
                  "error"], rows))
-    print(f"wrote {write_result(args.out, {**environment(), 'rows': out})}")
+    env = environment()
+    card = next((w.lower() for w in str(env.get("gpu") or "").split() if any(c.isdigit() for c in w)), "gpu")
+    print(f"wrote {write_result(args.out or f'solution-kernels-{card}', {**env, 'rows': out})}")
     return 0
 
 

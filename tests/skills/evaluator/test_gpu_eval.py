@@ -308,11 +308,15 @@ def test_empty_output_hoping_for_freed_reference_fails(tmp_path: Path) -> None:
 
 L2_PERSIST = FAIR_SWISH + (
     "KAGENT_EXPORT void swish(const float* x, float* y, int64_t n) {\n"
-    "  cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 32 << 20);\n"
+    # as much persisting L2 as the card allows, up to 32 MiB (the H100 allows less: a 32 MiB limit
+    # was an invalid argument there, which the launch then reported)
+    "  int most = 0; cudaDeviceGetAttribute(&most, cudaDevAttrMaxPersistingL2CacheSize, 0);\n"
+    "  size_t lim = (size_t)most < ((size_t)32 << 20) ? (size_t)most : ((size_t)32 << 20);\n"
+    "  cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, lim);\n"
     "  cudaLaunchConfig_t cfg = {}; cfg.gridDim = dim3((n + 255) / 256); cfg.blockDim = dim3(256);\n"
     "  cudaLaunchAttribute at[1]; at[0].id = cudaLaunchAttributeAccessPolicyWindow;\n"
     "  at[0].val.accessPolicyWindow.base_ptr = (void*)x;\n"
-    "  at[0].val.accessPolicyWindow.num_bytes = n * sizeof(float) < (32 << 20) ? n * sizeof(float) : (32 << 20);\n"
+    "  at[0].val.accessPolicyWindow.num_bytes = n * sizeof(float) < lim ? n * sizeof(float) : lim;\n"
     "  at[0].val.accessPolicyWindow.hitRatio = 1.0f;\n"
     "  at[0].val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;\n"
     "  at[0].val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;\n"
