@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path, PurePosixPath
@@ -210,6 +211,31 @@ def _stream(response: httpx.Response, quiet: bool) -> tuple[str, dict[str, Any]]
     return answer, extension
 
 
+def _interruptible(fn: Callable[[], T]) -> T:
+    """fn() in a helper thread while this (the main) thread waits in short slices, so Ctrl-C ends
+    the wait at once: a process-directed SIGINT may be delivered to any thread (numpy's OpenBLAS
+    starts one here), and a main thread blocked in a socket read then saw the KeyboardInterrupt only
+    when the next chunk arrived, which during a long policy turn is minutes away. On Ctrl-C the
+    helper is left behind; the process exits, which closes the connection (kagentd cancels the
+    episode). fn's exception is raised here."""
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result.append(fn())
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller)
+            error.append(exc)
+
+    helper = threading.Thread(target=run, name="kagent-solve", daemon=True)
+    helper.start()
+    while helper.is_alive():
+        helper.join(0.2)
+    if error:
+        raise error[0]
+    return result[0]
+
+
 def run_solve(args: argparse.Namespace) -> int:
     try:
         source = args.file.read_text(encoding="utf-8")
@@ -227,7 +253,8 @@ def run_solve(args: argparse.Namespace) -> int:
             "messages": [{"role": "user", "content": fenced}]}
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     began = time.monotonic()
-    try:
+
+    def exchange() -> tuple[str, dict[str, Any]] | int:
         with httpx.Client(timeout=httpx.Timeout(30.0, read=None)) as client, \
                 client.stream("POST", f"{url}/v1/chat/completions", json=body, headers=headers) as r:
             if r.status_code != 200:
@@ -240,7 +267,13 @@ def run_solve(args: argparse.Namespace) -> int:
                     message += " (pass --api-key, or set $KAGENT_API_KEY or http.api_key)"
                 _err(f"kagentd refused the request ({r.status_code}): {message}")
                 return 2 if r.status_code < 500 else 1
-            answer, ext = _stream(r, args.quiet)
+            return _stream(r, args.quiet)
+
+    try:
+        got = _interruptible(exchange)
+        if isinstance(got, int):
+            return got
+        answer, ext = got
     except httpx.ConnectError:
         _err(f"kagentd is not running at {url} (start it with `kagentd start`, or pass --url)")
         return 3

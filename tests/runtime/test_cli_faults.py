@@ -114,6 +114,7 @@ def test_ctrl_c_during_solve_is_one_line_and_cancels_the_episode(tmp_path: Path)
                         timeout=60, what="the abandoned episode to be cancelled")
     finally:
         daemon.kill()
+        scripted.proc.kill()  # its handler still sleeps out the turn, and a graceful stop would wait for it
         scripted.stop()
 
 

@@ -50,7 +50,9 @@ def test_lifecycle_xdg_files_and_second_daemon(tmp_path: Path) -> None:
     started = d.cli("start")
     assert started.returncode == 0, started.stderr
     try:
-        assert not left.exists() and "evaluation scratch folder(s) whose process is gone" in (d.state / "kagentd.log").read_text()
+        # gone once kagentd has started (the log names it, unless another test's kagentd, starting
+        # at the same moment under pytest-xdist, swept /dev/shm first)
+        assert not left.exists()
         assert f"kagentd started: pid {d.pid}, {d.url}" in started.stdout
         # XDG: pid and info in $XDG_RUNTIME_DIR/kagent, store and log in $XDG_STATE_HOME/kagent.
         assert d.run_dir == tmp_path / "xdg-run" / "kagent" and (d.run_dir / "kagentd.pid").is_file()
