@@ -88,6 +88,15 @@ def test_status_with_an_api_key(daemon: Kagentd) -> None:
     no_traceback(wrong)
 
 
+def _signal_masks(pid: int) -> dict[str, str]:
+    """The process's blocked, ignored and caught signal masks (for a failure's message)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError as exc:
+        return {"error": str(exc)}
+    return dict(line.split(":\t", 1) for line in lines if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
 def test_ctrl_c_during_solve_is_one_line_and_cancels_the_episode(tmp_path: Path) -> None:
     # Its own daemon, whose policy takes 60 s over its turn: Ctrl-C lands while the episode runs
     # however loaded the box is (the shared daemon's 2 s turn let the whole episode end between
@@ -96,18 +105,26 @@ def test_ctrl_c_during_solve_is_one_line_and_cancels_the_episode(tmp_path: Path)
     daemon = Kagentd(tmp_path, scripted.base_url)
     daemon.start()
     try:
-        cmd = [sys.executable, "-m", "runtime.cli", "solve", str(RELU), "--config", str(daemon.config)]
+        # SIGINT as a terminal delivers it: whatever this pytest worker inherited or was left with
+        # by an earlier test (a blocked or ignored SIGINT is inherited across exec; the full suite
+        # under xdist once left the CLI deaf to it for the whole 60 s), the CLI starts with the
+        # default disposition and SIGINT unblocked, as from a shell.
+        fresh = ("import runpy, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT});"
+                 " signal.signal(signal.SIGINT, signal.default_int_handler); sys.argv[0] = 'kagent';"
+                 " runpy.run_module('runtime.cli', run_name='__main__')")
+        cmd = [sys.executable, "-c", fresh, "solve", str(RELU), "--config", str(daemon.config)]
         proc = subprocess.Popen(cmd, cwd=ROOT, env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         try:
             daemon.wait_for(lambda: daemon.sql("SELECT count(*) FROM episodes WHERE status = 'running'") == [(1,)],
                             timeout=120, what="the episode to start")
+            masks = {who: _signal_masks(pid) for who, pid in (("pytest", os.getpid()), ("cli", proc.pid))}
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
-        assert proc.returncode == 130, err
+        assert proc.returncode == 130, (masks, err)
         assert "kagent: interrupted: the connection is closed, and kagentd cancels the episode" in err
         assert "Traceback" not in err
         daemon.wait_for(lambda: daemon.sql("SELECT status FROM episodes") == [("cancelled",)],
