@@ -194,10 +194,16 @@ class Slot:
 
     async def discard(self) -> None:
         """Both workers closed and the scratch folder removed (a slot nobody will evaluate in)."""
-        with anyio.CancelScope(shield=True):
-            await self.cand.close()
-            await self.judge.close()
-            await anyio.to_thread.run_sync(shutil.rmtree, self.scratch.root, True)
+        await _abandon(self.scratch, self.cand, self.judge)
+
+
+async def _abandon(scratch: Scratch, *workers: Worker) -> None:
+    """Close the workers and remove the scratch folder, shielded from cancellation (what is
+    abandoned must not stay behind)."""
+    with anyio.CancelScope(shield=True):
+        for w in workers:
+            await w.close()
+        await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)
 
 
 async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
@@ -230,10 +236,7 @@ async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
             judge_end.close()
             cand_end.close()
     except BaseException:  # a worker that could not start, or a cancel: nothing of the slot stays behind
-        with anyio.CancelScope(shield=True):
-            if judge is not None:
-                await judge.close()
-            await anyio.to_thread.run_sync(shutil.rmtree, scratch.root, True)
+        await _abandon(scratch, *([judge] if judge is not None else []))
         raise
     slot = Slot(scratch, judge, cand, nonce)
     if preinit:
