@@ -136,6 +136,8 @@ class Grader:
         self.compile_limiter = compile_limiter
         self.compile_jobs = max(1, min(compile_jobs, os.cpu_count() or 1))
         self.prebuild_seconds: dict[tuple[str, int], float] = {}
+        self.built: dict[tuple[str, int], anyio.Event] = {}
+        """Set when the job's build ahead has ended (built or not): its final evaluation waits for it."""
 
     def inline_jobs(self, jobs: list[Job]) -> list[Job]:
         """The jobs the build ahead is for (none without an extension cache to keep builds in)."""
@@ -143,23 +145,36 @@ class Grader:
             return []
         return [j for j in jobs if j.solution is not None and builds_inline(Path(j.solution))]
 
+    def expect_builds(self, jobs: list[Job]) -> list[Job]:
+        """The load_inline jobs to build ahead; each one's final evaluation waits for its build,
+        which `prebuild` runs (call this before grading starts)."""
+        inline = self.inline_jobs(jobs)
+        self.built = {(j.problem.id, j.attempt): anyio.Event() for j in inline}
+        return inline
+
     async def prebuild(self, jobs: list[Job], on_build: Callable[[Job], Awaitable[None]]) -> float | None:
         """Build-only prebuilds of the load_inline jobs (skills/evaluator/prebuild.py), `compile_jobs`
-        at a time on the host's cores, no GPU: each build lands in the parent's extension cache, where
-        the final evaluation of the same code finds it. Nothing is graded here. Returns the seconds
-        it took (None: nothing to build)."""
-        inline = self.inline_jobs(jobs)
+        at a time on the host's cores, no GPU, in job order: each build lands in the parent's
+        extension cache, where the final evaluation of the same code finds it. Nothing is graded
+        here; grading runs beside it (a job's final evaluation starts once its own build has ended,
+        so the slots time what is built while the cores build the rest). Returns the seconds it
+        took (None: nothing to build)."""
+        inline = [j for j in jobs if (j.problem.id, j.attempt) in self.built]
         if not inline:
             return None
         began = time.monotonic()
         limiter = anyio.CapacityLimiter(self.compile_jobs)
 
         async def one(job: Job) -> None:
-            built = await anyio.to_thread.run_sync(build_ahead, job, self.config, limiter=limiter)
-            self.prebuild_seconds[(job.problem.id, job.attempt)] = built.seconds
-            if not built.ok:  # its final evaluation builds again and reports why
-                log.info("%s attempt %d not built ahead: %s", job.problem.name, job.attempt,
-                         built.detail.strip().rsplit("\n", 1)[-1])
+            key = (job.problem.id, job.attempt)
+            try:
+                built = await anyio.to_thread.run_sync(build_ahead, job, self.config, limiter=limiter)
+                self.prebuild_seconds[key] = built.seconds
+                if not built.ok:  # its final evaluation builds again and reports why
+                    log.info("%s attempt %d not built ahead: %s", job.problem.name, job.attempt,
+                             built.detail.strip().rsplit("\n", 1)[-1])
+            finally:
+                self.built[key].set()
             await on_build(job)
 
         async with anyio.create_task_group() as tg:
@@ -171,6 +186,8 @@ class Grader:
         p = job.problem
         if job.solution is None:
             return missing_row(problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt)
+        if (event := self.built.get((p.id, job.attempt))) is not None:
+            await event.wait()
         began = time.monotonic()
         result = await self._evaluate(job)
         row = row_from_result(result, problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt,

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -162,7 +163,13 @@ def _run(args: argparse.Namespace) -> int:
         _err(f"{skipped} problem(s) have no bundled {sched.eval.backend} reference solution: not graded")
     if len(todo) < len(jobs):
         _err(f"resuming {args.out}: {len(jobs) - len(todo)} of {len(jobs)} rows already there")
-    anyio.run(_execute, args, config, source, todo, results)
+    try:
+        anyio.run(_execute, args, config, source, todo, results)
+    except KeyboardInterrupt:  # the rows graded so far stay; the table shows them; the same command resumes
+        table, _ = results.finish()
+        _err(f"interrupted: {len(results.rows)} row(s) in {args.out / 'results.json'} (table: {table}); "
+             "the evaluations in flight were stopped and are not recorded; run the same command again to resume")
+        return 130
     table, png = results.finish()
     sys.stdout.write(table.read_text(encoding="utf-8"))
     _err(f"wrote {args.out / 'results.json'}, {table}" + (f", {png}" if png else " (no plot: nothing passed and was timed)"))
@@ -185,6 +192,7 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
     compile_limiter = anyio.CapacityLimiter(sched.compile_workers or os.cpu_count() or 1)
     with progress(len(jobs), disable=args.no_progress) as bar:
         async with AsyncExitStack() as stack:
+            grader: Grader | None = None
             if source == "policy" and args.daemon:
                 grade, limit = await _daemon(stack, args, config), sched.max_in_flight
             elif source == "policy":
@@ -195,11 +203,18 @@ async def _execute(args: argparse.Namespace, config: Config, source: SourceKind,
                                 compile_jobs=args.compile_jobs or max(1, (os.cpu_count() or 2) // 2))
                 if source == "reference_model":
                     jobs = reference_model_jobs(jobs, Path(stack.enter_context(_tmpdir())))
-                bar.builds(len(grader.inline_jobs(jobs)))
-                invocation.prebuild_seconds = await grader.prebuild(jobs, bar.built)
+                bar.builds(len(grader.expect_builds(jobs)))
                 grade, limit = grader.grade, len(jobs)
             await warm_pools(stack, slots, cfg, sched.warm_workers and bool(jobs) and not args.daemon)
-            await run_jobs(jobs, grade=grade, results=results, on_row=bar.row, limit=limit)
+            async with anyio.create_task_group() as tg:
+                if grader is not None:  # load_inline builds on the cores while the slots grade what is built
+                    tg.start_soon(_prebuild, grader, jobs, bar.built, invocation)
+                await run_jobs(jobs, grade=grade, results=results, on_row=bar.row, limit=limit)
+
+
+async def _prebuild(grader: Grader, jobs: list[Job], on_build: Callable[[Job], Awaitable[None]],
+                    invocation: BenchInvocation) -> None:
+    invocation.prebuild_seconds = await grader.prebuild(jobs, on_build)
 
 
 def _tmpdir() -> tempfile.TemporaryDirectory[str]:

@@ -8,6 +8,7 @@ import csv
 import os
 import platform
 import subprocess
+import threading
 from pathlib import Path
 from typing import Literal
 
@@ -241,10 +242,10 @@ def read_results(out: Path) -> BenchFile | None:
 def write_results(out: Path, bench: BenchFile) -> None:
     """results.json and results.csv, each written to a temporary file and renamed over the old one."""
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / f".{RESULTS}.tmp"
+    tmp = out / f".{RESULTS}.{os.getpid()}.{threading.get_ident()}.tmp"
     tmp.write_bytes(msgspec.json.format(msgspec.json.encode(bench), indent=1))
     os.replace(tmp, out / RESULTS)
-    tmp = out / f".{CSV}.tmp"
+    tmp = out / f".{CSV}.{os.getpid()}.{threading.get_ident()}.tmp"
     with tmp.open("w", newline="", encoding="utf-8") as f:
         names = list(BenchRow.__struct_fields__)
         writer = csv.DictWriter(f, fieldnames=names)
