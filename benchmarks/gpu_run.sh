@@ -12,6 +12,7 @@
 #   sharing    the shared-GPU check's GPU tests alone (their spinners would skew any timing beside them)
 #   tests-eval the evaluator's GPU tests (two JUnit files) and skill latency
 #   checks     the evaluator's GPU tests but the reference solutions (audit runs those), then skill latency
+#   l2         the persisting-L2 cheat fixture (flag, and the harness's reset with the static check off) and the card's L2 limits
 #   perf       skill latency from the warm pool and the timing CV of 10 profiles (bench_eval.py latency, stability)
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
@@ -98,6 +99,10 @@ fi
 if is checks; then  # the evaluator's GPU tests but the reference solutions (the audit mode runs those): cheats, fair kernels, memory plan; latency
   step pytest-checks; TAIL=30 run "${T_CHK:-330}" pytest_gpu_checks.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 150 --junitxml=benchmarks/results/gpu-junit-checks-$G.xml $EVAL_GPU_TESTS -k "not reference_solution"
   [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G; }
+fi
+if is l2; then  # the persisting-L2 fixtures, and what the card allows (attributes 108/109: max persisting L2, max access-policy window)
+  python3 -c 'import cupy as c; d=c.cuda.runtime; print("l2 bytes", d.deviceGetAttribute(38, 0), "max persisting L2", d.deviceGetAttribute(108, 0), "max window", d.deviceGetAttribute(109, 0))' | tee -a "$OUT/gpu.txt"
+  step pytest-l2; TAIL=20 run "${T_L2:-120}" pytest_gpu_l2.log python3 -m pytest -m gpu -q -p no:cacheprovider -rA --timeout 100 --junitxml=benchmarks/results/gpu-junit-l2-$G.xml tests/skills/evaluator/test_gpu_eval.py -k l2_persistence
 fi
 if is perf; then  # issue 13's performance line: run_tests / profile latency from the warm pool, timing CV of 10 profiles
   step latency; TAIL=8 run 75 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G

@@ -178,3 +178,31 @@ def cpu_between(a: TreeSample, b: TreeSample, *, main: int | None = None, only: 
             continue
         total += max(0, ns - a.tasks.get(key, 0))
     return total
+
+
+class OwnWait:
+    """The calling thread's own run-queue wait so far (ns), from /proc/thread-self/schedstat, kept
+    open and re-read with pread (a few microseconds). The judge reads it around each timed call: on
+    a busy host its wake-up by the candidate's answer can wait for a core, and its stamp of the
+    answer comes that much later (timing_checks.judge_waits). Open it on the thread that reads it."""
+
+    def __init__(self) -> None:
+        try:
+            self._fd: int | None = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+
+    def read(self) -> int | None:
+        """The wait so far, or None where the file cannot be read."""
+        if self._fd is None:
+            return None
+        try:
+            return int(os.pread(self._fd, 256, 0).split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None

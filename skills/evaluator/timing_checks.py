@@ -85,21 +85,44 @@ def own_threads_allowance(window_us: float, backend: str, cores: int) -> float:
     return OWN_THREADS_CUDA_FRACTION * window_us + OWN_THREADS_CUDA_US
 
 
-def excused_waits(timed: P.TimeReport, windows: list[float], backend: str) -> list[float]:
-    """Per timed call, the run-queue wait (us) of the candidate's main thread that the clock checks
-    take off as the host's: the kernel's count, less the CPU its own other threads used beyond what
-    they could have used inside the window (own_threads_allowance; threads that came and went, read
-    from the process's total, are spread over the calls). The main thread only waits when every
-    core it may use is busy: with other work on the host that is the host's doing, but a candidate
-    that keeps its own threads spinning while a helper does the call's work outside the window makes
-    its main thread wait too, and that wait is its own."""
+def _own_busy(timed: P.TimeReport, windows: list[float], backend: str) -> list[float] | None:
+    """Per timed call, the CPU (us) the candidate's other threads used beyond what they could have
+    used inside the window (own_threads_allowance; threads that came and went, read from the
+    process's total, spread over the calls): what they kept the cores busy with. None without a
+    count for every call."""
     th = timed.threads
     n = len(windows)
     if th is None or len(th.waited_ns) != n or len(th.others_ns) != n or n == 0:
-        return [0.0] * n
+        return None
     unseen = th.unseen_ns / 1e3 / n
-    return [max(0.0, q / 1e3 - max(0.0, o / 1e3 + unseen - own_threads_allowance(w, backend, th.cores)))
-            for q, o, w in zip(th.waited_ns, th.others_ns, windows, strict=True)]
+    return [max(0.0, o / 1e3 + unseen - own_threads_allowance(w, backend, th.cores))
+            for o, w in zip(th.others_ns, windows, strict=True)]
+
+
+def excused_waits(timed: P.TimeReport, windows: list[float], backend: str) -> list[float]:
+    """Per timed call, the run-queue wait (us) of the candidate's main thread that the clock checks
+    take off as the host's: the kernel's count, less the CPU its own other threads used beyond what
+    they could have used inside the window (_own_busy). The main thread only waits when every
+    core it may use is busy: with other work on the host that is the host's doing, but a candidate
+    that keeps its own threads spinning while a helper does the call's work outside the window makes
+    its main thread wait too, and that wait is its own."""
+    busy = _own_busy(timed, windows, backend)
+    if busy is None or timed.threads is None:
+        return [0.0] * len(windows)
+    return [max(0.0, q / 1e3 - b) for q, b in zip(timed.threads.waited_ns, busy, strict=True)]
+
+
+def judge_waits(timed: P.TimeReport, windows: list[float], backend: str) -> list[float]:
+    """Per timed call, the judge's own run-queue wait (us) between its request and the answer, which
+    its stamps of both include (a judge woken by the answer on a busy host runs only when a core
+    frees up), less what the candidate's other threads kept the cores busy with, as for its own
+    wait (_own_busy): the host's doing, unless the candidate's spinners made the judge wait. Nothing
+    without the judge's counts, or without the candidate's (its spinners would go unseen)."""
+    n = len(windows)
+    busy = _own_busy(timed, windows, backend)
+    if busy is None or len(timed.judge_waited_ns) != n:
+        return [0.0] * n
+    return [max(0.0, j / 1e3 - b) for j, b in zip(timed.judge_waited_ns, busy, strict=True)]
 
 
 BACKGROUND_FRACTION = 0.25
@@ -154,7 +177,9 @@ def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
     request and of the answer bound (same clock as the marks): from the request to the start mark
     (a hop), from the end mark to the answer (copying the outputs into the arena, a hop), against
     the judge's yardsticks for that work (before and after the loop; the larger counts, so a
-    machine that got busier meanwhile does not read as moved work) + `slack_us`, on three calls in four."""
+    machine that got busier meanwhile does not read as moved work) + `slack_us`, on three calls in four.
+    What the candidate's main thread and the judge waited for a CPU there comes off (excused_waits,
+    judge_waits)."""
     samples = timed.samples
     n = len(samples.per_call_us)
     if marks is None or n == 0:
@@ -183,7 +208,9 @@ def clock_check(timed: P.TimeReport, marks: list[Mark] | None, lead_us: float,
         return [Flag(name="timer_tampering", detail=(
             f"the evaluator's clock saw the median timed call take {window:.0f} us, but the candidate's process"
             f" reported {window - excess:.0f} us (more than {allowed:.0f} us less): its clock was tampered with"))]
-    return _handoff_check(timed, starts, ends, yardsticks, slack_us, waited)
+    # Around the call (request to start mark, end mark to answer) the judge's wake-up counts too.
+    around = [q + j for q, j in zip(waited, judge_waits(timed, windows, backend), strict=True)]
+    return _handoff_check(timed, starts, ends, yardsticks, slack_us, around)
 
 
 def _at(values: list[float], q: float) -> float:

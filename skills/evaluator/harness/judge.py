@@ -48,7 +48,7 @@ from skills.evaluator.problem import (
     shape_check_sizes,
 )
 from skills.evaluator.results import Flag, SetResult, dedupe_flags
-from skills.evaluator.schedstat import TreeClock, TreeSample, cpu_between
+from skills.evaluator.schedstat import OwnWait, TreeClock, TreeSample, cpu_between
 
 
 def set_precision(precision: str) -> None:
@@ -550,6 +550,8 @@ class Judge:
         began = now_ns()
         own = _OwnCpu(clock, req.candidate_pid)
         read_us = (now_ns() - began) / 1e3 if clock is not None else 0.0
+        mine = OwnWait()  # the judge's own wait for a CPU around each call (its wake-up by the answer)
+        judge_waited: list[int] | None = []
         n = min(calls_for(req.timing, mean), within_budget(req.timing, per_call + draw_us + 2 * read_us))
         checked = loop_plan(n, req.checked_fraction, rng)
         events: list[float] = []
@@ -569,9 +571,15 @@ class Judge:
                 drv.put(0, inputs)
                 t2 = now_ns()
                 own.before()
+                w0 = mine.read()
                 called, sent, back = drv.call(0, inputs)
                 t3 = now_ns()
+                w1 = mine.read()
                 own.after()
+                if w0 is None or w1 is None:
+                    judge_waited = None
+                elif judge_waited is not None:
+                    judge_waited.append(max(0, w1 - w0))
                 spent["draw"] += t1 - t0
                 spent["hand-over"] += t2 - t1
                 spent["call"] += t3 - t2
@@ -589,6 +597,7 @@ class Judge:
                 del inputs
         del first
         own.close()
+        mine.close()
         for k, v in spent.items():
             parts.seconds[f"timed loop: {k}"] = v / 1e9
         samples = P.Samples(per_call_us=events, wall_us=walls, sync_overhead_us=0.0,
@@ -597,7 +606,8 @@ class Judge:
             bad += self._after_loop(drv, req, samples, flags)
         return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
                             checked_calls=len(checked), bad_calls=bad, sent_ns=sent_ns, back_ns=back_ns,
-                            flags=dedupe_flags(flags), seconds=parts.seconds, threads=own.report())
+                            flags=dedupe_flags(flags), seconds=parts.seconds, threads=own.report(),
+                            judge_waited_ns=judge_waited or [])
 
     def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> tuple[float, float]:
         """Untimed calls like the timed ones, until warmup_calls and warmup_seconds (at most 10x

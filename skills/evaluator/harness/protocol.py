@@ -222,6 +222,9 @@ class TimeReport(msgspec.Struct, tag=True, kw_only=True):
     threads: ThreadReport | None = None
     """What the candidate's threads did around the timed calls, read from /proc (None where the
     judge could not read the candidate's /proc files)."""
+    judge_waited_ns: list[int] = msgspec.field(default_factory=list)
+    """Per timed call: how long the judge's own thread waited for a CPU between its request and the
+    answer (/proc/thread-self/schedstat; empty where it could not be read)."""
 
 
 class ThreadReport(msgspec.Struct, kw_only=True):

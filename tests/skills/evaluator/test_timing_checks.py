@@ -162,6 +162,59 @@ def test_a_wait_the_candidates_own_threads_caused_is_not_excused() -> None:
     assert clock_check(samples, marks, 0.0, _yard(), 500.0, backend="cuda") == []
 
 
+def test_the_judges_own_wake_up_on_a_busy_host_is_not_the_candidates() -> None:
+    """The judge stamps the answer when it runs again: on a loaded host it can wait for a core after
+    the candidate answered (an honest relu was flagged so with 4 test workers on 2 cores: "2322 us
+    between the call's end and its answer"). The judge's own run-queue wait (TimeReport.judge_waited_ns)
+    comes off the time around each call; not where the candidate's spinners kept the cores busy,
+    nor without the counts of the candidate's threads (spinners would go unseen)."""
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, after_us=3000.0)
+    samples.threads = _threads(60, 0.0)
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu")] == ["timer_tampering"]
+    samples.judge_waited_ns = [2_900_000] * 60  # the judge waited 2.9 ms of the 3 ms for a core
+    assert clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu") == []
+    # the cheat: its own spinners (9.5 ms of CPU a call on 2 cores) keep the judge waiting while a
+    # helper finishes the call's work after the end mark
+    samples.threads = _threads(60, 0.0, others_us=9500.0, cores=2)
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu")] == ["timer_tampering"]
+    samples.threads = None  # the candidate's threads could not be read: nothing is excused
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu")] == ["timer_tampering"]
+    samples.threads = _threads(60, 0.0)
+    samples.judge_waited_ns = [2_900_000] * 30  # not a count for every call: nothing comes off
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu")] == ["timer_tampering"]
+    # work really moved (5 ms after the end mark) while the judge waited 1 ms: still flagged
+    samples, marks = _marked([10.0] * 60, [20.0] * 60, after_us=6000.0)
+    samples.threads, samples.judge_waited_ns = _threads(60, 0.0), [1_000_000] * 60
+    assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu")] == ["timer_tampering"]
+
+
+def test_own_wait_counts_the_time_this_thread_waited_for_a_core() -> None:
+    """OwnWait reads the kernel's run-queue delay of the thread that opened it: sharing one core with
+    a busy loop, a thread that spins 0.3 s waits a good part of it."""
+    from skills.evaluator.schedstat import OwnWait
+
+    before = os.sched_getaffinity(0)
+    core = min(before)
+    busy = subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, {{{core}}})\nwhile True: pass"])
+    wait = OwnWait()
+    try:
+        os.sched_setaffinity(0, {core})
+        time.sleep(0.2)  # the busy loop is up and pinned
+        a = wait.read()
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.3:
+            pass
+        b = wait.read()
+    finally:
+        os.sched_setaffinity(0, before)
+        busy.kill()
+        busy.wait()
+        wait.close()
+    assert a is not None and b is not None
+    assert b - a > 30_000_000, (a, b)  # > 30 ms of the 300 ms waiting (about half, sharing the core)
+    assert wait.read() is None  # closed
+
+
 def test_threads_working_between_the_calls_are_flagged() -> None:
     """Between two timed calls the candidate has nothing to do; its other threads sleep there.
     Spinners (which make the judge's yardsticks and the candidate's waits grow) and threads that
