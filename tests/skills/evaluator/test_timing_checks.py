@@ -8,12 +8,13 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.marks import ENV as MARK_ENV
 from skills.evaluator.marks import Mark, MarkSocket
-from skills.evaluator.schedstat import TreeClock, cpu_between, worker_pid
+from skills.evaluator.schedstat import TreeClock, TreeSample, cpu_between, worker_pid
 from skills.evaluator.timing_checks import background_check, clock_check
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -279,48 +280,55 @@ time.sleep(30)
 def test_a_process_trees_threads_are_read_from_outside() -> None:
     """TreeClock reads every task of a tree (a forked child's too) from /proc: a spinning thread's
     CPU shows in the other threads' sum, and a thread that exited only in the process's total."""
+    # Every wait is for CPU used, polled up to a deadline: on a loaded box the spinners only take longer.
     script = """
 import os, sys, threading, time
-def spin(s):
-    t = time.perf_counter()
-    while time.perf_counter() - t < s:
+def spin_cpu(s):  # until this thread has used s seconds of CPU
+    t = time.thread_time()
+    while time.thread_time() - t < s:
+        pass
+stop = threading.Event()
+def spin_until_stopped():
+    while not stop.is_set():
         pass
 sys.stdin.readline()
-threading.Thread(target=spin, args=(0.9,)).start()  # lives through the next read: seen per task
+threading.Thread(target=spin_until_stopped).start()  # lives through the next read: seen per task
 sys.stdin.readline()
-t = threading.Thread(target=spin, args=(0.3,)); t.start(); t.join()  # exits: only in the total
+stop.set()
+t = threading.Thread(target=spin_cpu, args=(0.3,)); t.start(); t.join()  # exits: only in the total
 if os.fork() == 0:  # a child process spinning
-    spin(0.3)
+    spin_cpu(0.3)
     os._exit(0)
 sys.stdin.readline()
 """
     proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, text=True)
     assert proc.stdin is not None
+
+    def until(ok: Callable[[TreeSample], bool]) -> TreeSample:
+        deadline = time.monotonic() + 60
+        s = clock.sample()
+        while s is not None and not ok(s) and time.monotonic() < deadline:
+            time.sleep(0.02)
+            s = clock.sample()
+        assert s is not None and ok(s), s
+        return s
+
     try:
         clock = TreeClock.open(proc.pid)
         assert clock is not None
         a = clock.sample()
+        assert a is not None
         proc.stdin.write("\n")
         proc.stdin.flush()
-        time.sleep(0.4)
-        b = clock.sample()
-        assert a is not None and b is not None
-        assert cpu_between(a, b, main=proc.pid) >= 50_000_000, (a, b)  # the live thread (load may slow it)
+        b = until(lambda s: cpu_between(a, s, main=proc.pid) >= 50_000_000)  # the live thread
         assert len(b.tasks) >= 2 and b.process_ns is not None
         proc.stdin.write("\n")
         proc.stdin.flush()
-        time.sleep(0.15)
-        c = clock.sample()
-        deadline = time.monotonic() + 5
-        while c is not None and not any(k[0] != proc.pid for k in c.tasks) and time.monotonic() < deadline:
-            time.sleep(0.02)
-            c = clock.sample()
-        assert c is not None and any(k[0] != proc.pid for k in c.tasks), c  # the forked child's task
-        time.sleep(0.3)
-        d = clock.sample()
-        assert d is not None and d.process_ns is not None and b.process_ns is not None
-        seen = cpu_between(b, d, only=proc.pid)
-        assert d.process_ns - b.process_ns >= seen + 50_000_000 - 20_000_000  # the exited thread's CPU
+        until(lambda s: any(k[0] != proc.pid for k in s.tasks))  # the forked child's task
+        # the exited thread's 0.3 s of CPU: in the process's total, in no live task's
+        d = until(lambda s: s.process_ns is not None and b.process_ns is not None
+                  and s.process_ns - b.process_ns >= cpu_between(b, s, only=proc.pid) + 50_000_000 - 20_000_000)
+        assert d.process_ns is not None
         clock.close()
     finally:
         proc.kill()
