@@ -110,6 +110,13 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     grade torch compute as a solution, e.g. the problem's own Model as ModelNew. The static checks
     are skipped and the torch-op rule's flags (TORCH_RULE_FLAGS: the op recorder's and the
     profiler's) are dropped; every other check stays, and the result says so (torch_allowed)."""
+    compile_cache: bool = True
+    """The judge keeps torch.compile's caches (TORCHINDUCTOR_CACHE_DIR: the FX graph cache, generated
+    code, Triton kernels) between evaluations, in $XDG_CACHE_HOME/kagent/inductor (else
+    ~/.cache/kagent/inductor), so the compile baseline of a problem seen before is a cache hit
+    instead of a cold compile (a CPU level-2 problem's baselines: 24-27 s cold, 11-13 s from the
+    cache). Only the judge's environment names it; candidates never see it. False: each evaluation
+    compiles cold in its own scratch folder."""
     extension_cache_dir: str | None = None
     """Where the parent keeps the load_inline builds of evaluations that passed (and of `kagent bench`'s
     build-only prebuilds), for evaluations of the same code (skills/evaluator/ext_cache.py; never visible to candidates); None: no reuse. Each

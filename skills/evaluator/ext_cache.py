@@ -76,6 +76,13 @@ def default_dir() -> Path:
     return Path(xdg) / "kagent" / "torch_extensions"
 
 
+def inductor_dir() -> Path:
+    """$XDG_CACHE_HOME/kagent/inductor, else ~/.cache/kagent/inductor: the judge's torch.compile
+    caches (EvalConfig.compile_cache), private to the user as default_dir is."""
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "kagent" / "inductor"
+
+
 def cache_key(workspace: Path, backend: str) -> str:
     """The entry for this frozen workspace on this machine's torch, Python and device."""
     h = hashlib.sha256()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import shutil
@@ -17,6 +18,7 @@ import msgspec
 from skills.evaluator.affinity import reserve_timing_cpus, timing_cpus
 from skills.evaluator.build import BuildResult
 from skills.evaluator.config import EvalConfig
+from skills.evaluator.ext_cache import inductor_dir
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.pids import hierarchy as pids_hierarchy
 from skills.evaluator.sandbox import (
@@ -31,6 +33,8 @@ from skills.evaluator.sandbox import (
 from skills.evaluator.sandbox import active as sandbox_active
 from skills.evaluator.sandbox import wrap as sandbox_wrap
 from skills.evaluator.workers import Worker, WorkerFailed
+
+log = logging.getLogger(__name__)
 
 
 class Scratch(msgspec.Struct):
@@ -177,6 +181,22 @@ def worker_env(config: EvalConfig, scratch: Path) -> dict[str, str]:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
 
+def judge_env(config: EvalConfig, env: dict[str, str]) -> dict[str, str]:
+    """The judge's environment: the workers' (worker_env), and where it keeps torch.compile's caches
+    between evaluations (EvalConfig.compile_cache; the candidate's allowlisted environment never
+    carries it). Without it inductor writes under TMPDIR, the evaluation's scratch folder, and every
+    evaluation compiles its baselines cold."""
+    if not config.compile_cache:
+        return env
+    folder = inductor_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:  # a cold compile, not a failed evaluation
+        log.warning("torch.compile cache %s unusable (%s): the baselines compile cold", folder, exc)
+        return env
+    return env | {"TORCHINDUCTOR_CACHE_DIR": str(folder)}
+
+
 class Slot:
     """A judge and a candidate worker, started (torch imported, CUDA up) before an evaluation needs them."""
 
@@ -227,7 +247,7 @@ async def start_slot(cfg: EvalConfig, preinit: bool = True) -> Slot:
     judge: Worker | None = None
     try:
         try:
-            judge = await Worker.start("judge", [cfg.python, "-m", "skills.evaluator.harness.judge"], env, nonce,
+            judge = await Worker.start("judge", [cfg.python, "-m", "skills.evaluator.harness.judge"], judge_env(cfg, env), nonce,
                                        link=judge_end)
             cand = await Worker.start("candidate", cand_cmd, cand_env, nonce, cwd=str(scratch.workspace),
                                       log_chars=cfg.log_chars, run_as=scratch.run_as, marks=cfg.clock_marks,

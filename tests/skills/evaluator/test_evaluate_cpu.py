@@ -147,6 +147,29 @@ def assert_failed(r: EvalResult, stage: str, *fragments: str) -> None:
 # fair solution
 
 
+def test_the_judge_keeps_torch_compiles_caches_and_the_candidate_never_sees_them(
+        new_workspace: MakeWs, build_cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EvalConfig.compile_cache: the judge compiles the torch.compile baseline into
+    $XDG_CACHE_HOME/kagent/inductor (a later evaluation of the problem is a cache hit), and only
+    the judge's environment names the folder."""
+    from skills.evaluator.launch import candidate_env, judge_env, worker_env
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    folder = tmp_path / "xdg" / "kagent" / "inductor"
+    cfg = eval_config(build_cache_dir, baselines=["compile"])
+    env = worker_env(cfg, tmp_path / "scratch")
+    assert judge_env(cfg, env)["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+    assert "TORCHINDUCTOR_CACHE_DIR" not in candidate_env(cfg, judge_env(cfg, env))
+    assert "TORCHINDUCTOR_CACHE_DIR" not in judge_env(msgspec.structs.replace(cfg, compile_cache=False), env)
+    assert oct(folder.stat().st_mode & 0o777) == oct(0o700)
+    ws = new_workspace(RELU_PY, {"relu.cpp": RELU_CPP})
+    r = run_eval(RELU, ws, build_cache_dir, mode="profile", baselines=["compile"])
+    assert r.error is None and r.compiled_baseline is not None, r.error
+    assert [s.baseline for s in r.speedups] == ["compile"]
+    written = [p for p in folder.rglob("*") if p.is_file()]
+    assert written, "the judge compiled outside the cache folder"
+
+
 def test_fair_relu_final(new_workspace: MakeWs, build_cache_dir: Path) -> None:
     ws = new_workspace(RELU_PY, {"relu.cpp": RELU_CPP})
     r = run_eval(RELU, ws, build_cache_dir, mode="final")
