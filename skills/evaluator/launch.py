@@ -185,16 +185,19 @@ def judge_env(config: EvalConfig, env: dict[str, str]) -> dict[str, str]:
     """The judge's environment: the workers' (worker_env), and where it keeps torch.compile's caches
     between evaluations (EvalConfig.compile_cache; the candidate's allowlisted environment never
     carries it). Without it inductor writes under TMPDIR, the evaluation's scratch folder, and every
-    evaluation compiles its baselines cold."""
+    evaluation compiles its baselines cold. A TORCHINDUCTOR_CACHE_DIR in the evaluator's own
+    environment is not passed on (inductor sets it in a process that compiled), so the setting alone
+    decides."""
+    cold = {k: v for k, v in env.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
     if not config.compile_cache:
-        return env
+        return cold
     folder = inductor_dir()
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:  # a cold compile, not a failed evaluation
         log.warning("torch.compile cache %s unusable (%s): the baselines compile cold", folder, exc)
-        return env
-    return env | {"TORCHINDUCTOR_CACHE_DIR": str(folder)}
+        return cold
+    return cold | {"TORCHINDUCTOR_CACHE_DIR": str(folder)}
 
 
 class Slot:

@@ -155,6 +155,7 @@ def test_the_judge_keeps_torch_compiles_caches_and_the_candidate_never_sees_them
     from skills.evaluator.launch import candidate_env, judge_env, worker_env
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "elsewhere"))  # inductor sets it in a process that compiled
     folder = tmp_path / "xdg" / "kagent" / "inductor"
     cfg = eval_config(build_cache_dir, baselines=["compile"])
     env = worker_env(cfg, tmp_path / "scratch")
