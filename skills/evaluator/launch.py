@@ -181,6 +181,7 @@ def worker_env(config: EvalConfig, scratch: Path) -> dict[str, str]:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     return env
 
+
 def judge_env(config: EvalConfig, env: dict[str, str]) -> dict[str, str]:
     """The judge's environment: the workers' (worker_env), and where it keeps torch.compile's caches
     between evaluations (EvalConfig.compile_cache; the candidate's allowlisted environment never
