@@ -189,6 +189,11 @@ def test_the_judges_own_wake_up_on_a_busy_host_is_not_the_candidates() -> None:
     assert [f.name for f in clock_check(samples, marks, 0.0, _yard(), 2000.0, backend="cpu")] == ["timer_tampering"]
 
 
+def _cpu_ns(pid: int) -> int:
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
 def test_own_wait_counts_the_time_this_thread_waited_for_a_core() -> None:
     """OwnWait reads the kernel's run-queue delay of the thread that opened it: sharing one core with
     a busy loop, a thread that spins 0.3 s waits a good part of it."""
@@ -200,7 +205,10 @@ def test_own_wait_counts_the_time_this_thread_waited_for_a_core() -> None:
     wait = OwnWait()
     try:
         os.sched_setaffinity(0, {core})
-        time.sleep(0.2)  # the busy loop is up and pinned
+        deadline = time.monotonic() + 60
+        while _cpu_ns(busy.pid) < 150_000_000:  # started (~50 ms of CPU), pinned and spinning
+            assert time.monotonic() < deadline, "the busy loop never ran"
+            time.sleep(0.02)
         a = wait.read()
         t = time.perf_counter()
         while time.perf_counter() - t < 0.3:
