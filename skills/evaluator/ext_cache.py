@@ -69,18 +69,21 @@ class Reuse(msgspec.Struct):
     """Seconds copying the entry in; None on a miss."""
 
 
+def _user_cache(name: str) -> Path:
+    """$XDG_CACHE_HOME/kagent/NAME, else ~/.cache/kagent/NAME: private to the user (never a
+    world-writable /tmp, where another user could plant entries)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "kagent" / name
+
+
 def default_dir() -> Path:
-    """$XDG_CACHE_HOME/kagent/torch_extensions, else ~/.cache/kagent/torch_extensions: private to the
-    user (never a world-writable /tmp, where another user could plant entries)."""
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "kagent" / "torch_extensions"
+    """The load_inline builds' cache: $XDG_CACHE_HOME/kagent/torch_extensions (_user_cache)."""
+    return _user_cache("torch_extensions")
 
 
 def inductor_dir() -> Path:
-    """$XDG_CACHE_HOME/kagent/inductor, else ~/.cache/kagent/inductor: the judge's torch.compile
-    caches (EvalConfig.compile_cache), private to the user as default_dir is."""
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "kagent" / "inductor"
+    """The judge's torch.compile caches (EvalConfig.compile_cache): $XDG_CACHE_HOME/kagent/inductor
+    (_user_cache)."""
+    return _user_cache("inductor")
 
 
 def cache_key(workspace: Path, backend: str) -> str:
