@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from collections.abc import Callable
@@ -61,6 +62,27 @@ def build_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shared.mkdir(exist_ok=True)
         return shared
     return tmp_path_factory.mktemp("kagent-build-cache")
+
+
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], bytes]) -> tuple[Path, bytes]:
+    """`make(folder)` run once per test run, its folder and returned bytes shared by pytest-xdist's
+    workers: `--dist worksteal` may hand tests of one module to both workers, and a module fixture
+    of real evaluations then ran twice. The first worker runs it under a lock; the other waits and
+    reads what it wrote. A `make` that fails leaves nothing, so the next asker runs it again."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.mktemp(name)
+        return folder, make(folder)
+    base = tmp_path_factory.getbasetemp().parent  # this run's folder, shared by its workers
+    folder, out = base / name, base / f"{name}.out"
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            data = make(folder)
+            out.with_suffix(".part").write_bytes(data)
+            out.with_suffix(".part").rename(out)
+        return folder, out.read_bytes()
 
 
 def make_ws(root: Path, model_new_src: str | bytes | None, kernels: dict[str, str] | None = None,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 
 from skills.evaluator import ext_cache
@@ -23,6 +24,7 @@ from skills.evaluator.config import EvalConfig
 from skills.evaluator.evaluate import evaluate
 from skills.evaluator.results import EvalResult
 from skills.evaluator.sandbox import SandboxConfig
+from tests.conftest import once_per_run
 
 ROOT = Path(__file__).resolve().parents[3]
 RELU = ROOT / "problems" / "level1" / "01_relu.py"
@@ -77,20 +79,24 @@ def workspace(root: Path, name: str, model_new: str, kernels: bool) -> Path:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed")
-    root = tmp_path_factory.mktemp("ext-cache")
-    cache = root / "cache"
-    cache.mkdir()  # there from the start, so the planter's probe of it means something
-    config = EvalConfig(backend="cpu", sandbox=SandboxConfig(), static_checks=False, log_chars=30000,
-                        extension_cache_dir=str(cache))
-    planter_src = (PLANTER.replace("@NAME@", NAME).replace("@CACHE@", str(cache))
-                   + (FIXTURES / "relu_cpu" / "model_new.py").read_text())
-    planter = workspace(root, "planter", planter_src, kernels=True)
-    inline = workspace(root, "inline", (FIXTURES / "load_inline_relu.py").read_text(), kernels=False)
 
-    def run(ws: Path) -> EvalResult:
-        return anyio.run(lambda: evaluate(RELU, ws, mode="test", config=config))
+    def make(root: Path) -> bytes:
+        cache = root / "cache"
+        cache.mkdir()  # there from the start, so the planter's probe of it means something
+        config = EvalConfig(backend="cpu", sandbox=SandboxConfig(), static_checks=False, log_chars=30000,
+                            extension_cache_dir=str(cache))
+        planter_src = (PLANTER.replace("@NAME@", NAME).replace("@CACHE@", str(cache))
+                       + (FIXTURES / "relu_cpu" / "model_new.py").read_text())
+        planter = workspace(root, "planter", planter_src, kernels=True)
+        inline = workspace(root, "inline", (FIXTURES / "load_inline_relu.py").read_text(), kernels=False)
 
-    return Runs(cache, run(planter), run(inline), run(inline), run(planter))
+        def run(ws: Path) -> EvalResult:
+            return anyio.run(lambda: evaluate(RELU, ws, mode="test", config=config))
+
+        return msgspec.json.encode([run(planter), run(inline), run(inline), run(planter)])
+
+    root, data = once_per_run(tmp_path_factory, "ext-cache", make)
+    return Runs(root / "cache", *msgspec.json.decode(data, type=list[EvalResult]))
 
 
 def passed(r: EvalResult) -> None:
