@@ -43,6 +43,7 @@ from synth.store import (
     read_log,
 )
 from synth.workers import Job, WorkerPool
+from tests.conftest import once_per_run
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = RunConfig(seed=7, filters=FilterConfig(), held_out="bundled", torch=str(torch.__version__),
@@ -56,13 +57,17 @@ def run50(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     The shipped set's catalogue probe is reused when it matches this torch and this code
     (``probed_catalogue`` checks both and probes again otherwise); ``test_probe_*`` probe for real.
+    Once per test run, whichever xdist worker asks first (the tests read it, none writes to it).
     """
-    out = tmp_path_factory.mktemp("synth50")
-    if (SHIPPED / CATALOGUE).exists():
-        shutil.copy(SHIPPED / CATALOGUE, out / CATALOGUE)
-    run = generate(out, 50, CFG, workers=2)
-    assert run.accepted == 50
-    return out
+
+    def make(out: Path) -> bytes:
+        if (SHIPPED / CATALOGUE).exists():
+            shutil.copy(SHIPPED / CATALOGUE, out / CATALOGUE)
+        run = generate(out, 50, CFG, workers=2)
+        assert run.accepted == 50
+        return b""
+
+    return once_per_run(tmp_path_factory, "synth50", make)[0]
 
 
 def _files(out: Path) -> list[Path]:
