@@ -136,7 +136,10 @@ def too_big(loaded: LoadedProblem, n_sets: int, device: torch.device, sliced: bo
         return None
     where = "GPU" if device.type == "cuda" else "host"
     hint = " (on the cpu backend, give the problem SMALL_SIZES or grade it on a GPU)" if device.type == "cpu" else ""
-    return (f"needs about {MARGIN * total / 2**30:.1f} GiB of {where} memory at {loaded.sizes} sizes"
+    # small sizes asked of a file without SMALL_SIZES are its own sizes (a KernelBench file on the cpu)
+    sizes = ("its own sizes (it has no SMALL_SIZES)" if loaded.sizes == "small"
+             and getattr(loaded.module, "SMALL_SIZES", None) is None else f"{loaded.sizes} sizes")
+    return (f"needs about {MARGIN * total / 2**30:.1f} GiB of {where} memory at {sizes}"
             f" ({judge / 2**30:.1f} GiB for the judge's inputs and references"
             + (f", {need.candidate / 2**30:.1f} GiB for the candidate" if device.type == "cpu" else "")
             + f"), and {free / 2**30:.1f} GiB is free{hint}")

@@ -100,6 +100,8 @@ def test_a_problem_too_big_for_the_machine_is_refused_in_seconds(tmp_path: Path,
     assert result.reward is None and result.stage == "problem"
     assert result.environment_fault is not None and "GiB of host memory" in result.environment_fault
     assert "is free" in result.environment_fault and "SMALL_SIZES" in result.environment_fault
+    # the cpu backend asks for small sizes; a file without SMALL_SIZES is refused at its own
+    assert "at its own sizes (it has no SMALL_SIZES)" in result.environment_fault
     assert result.error is not None and "environment fault" in result.error
 
 
