@@ -15,6 +15,7 @@ from typing import Protocol
 
 import msgspec
 
+from skills.evaluator.cache_home import user_cache
 from skills.evaluator.results import TimingResult
 
 
@@ -61,8 +62,7 @@ class BaselineCache(Protocol):
 
 
 def default_cache_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kagent" / "baselines.json"
+    return user_cache("baselines.json")
 
 
 class JsonBaselineCache:

@@ -30,6 +30,7 @@ import msgspec
 
 from skills.evaluator.affinity import confine_build
 from skills.evaluator.atomic import write_atomic
+from skills.evaluator.cache_home import user_cache
 from skills.evaluator.libraries import (
     SPECS,
     FoundLibrary,
@@ -68,8 +69,7 @@ def kagent_cache_dir() -> str:
     explicit = os.environ.get("KAGENT_CACHE_DIR")
     if explicit:
         return explicit
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return str(Path(xdg) / "kagent" / "build")
+    return str(user_cache("build"))
 
 
 def detect_arch() -> str | None:

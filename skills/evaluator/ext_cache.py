@@ -36,6 +36,7 @@ from pathlib import Path
 import msgspec
 
 from skills.evaluator.build import detect_arch
+from skills.evaluator.cache_home import user_cache
 
 log = logging.getLogger(__name__)
 cuda_arch = functools.cache(detect_arch)
@@ -69,21 +70,15 @@ class Reuse(msgspec.Struct):
     """Seconds copying the entry in; None on a miss."""
 
 
-def _user_cache(name: str) -> Path:
-    """$XDG_CACHE_HOME/kagent/NAME, else ~/.cache/kagent/NAME: private to the user (never a
-    world-writable /tmp, where another user could plant entries)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")) / "kagent" / name
-
-
 def default_dir() -> Path:
-    """The load_inline builds' cache: $XDG_CACHE_HOME/kagent/torch_extensions (_user_cache)."""
-    return _user_cache("torch_extensions")
+    """The load_inline builds' cache: $XDG_CACHE_HOME/kagent/torch_extensions (cache_home.user_cache)."""
+    return user_cache("torch_extensions")
 
 
 def inductor_dir() -> Path:
     """The judge's torch.compile caches (EvalConfig.compile_cache): $XDG_CACHE_HOME/kagent/inductor
-    (_user_cache)."""
-    return _user_cache("inductor")
+    (cache_home.user_cache)."""
+    return user_cache("inductor")
 
 
 def cache_key(workspace: Path, backend: str) -> str:
