@@ -98,6 +98,7 @@ class Results:
         async with self.lock:
             if self.invocation is not None:
                 self.invocation.seconds = time.time() - self.invocation.started
+                self.invocation.graded = (self.invocation.graded or 0) + 1
             self.rows[row.key] = row
             self.bench.rows = sorted(self.rows.values(), key=lambda r: (self.rank.get(r.problem_id, len(self.rank)),
                                                                         r.problem, r.attempt))
@@ -107,15 +108,17 @@ class Results:
         """This invocation grades rows into the folder; a note on stderr when rows there came from
         another kagent commit (they are kept: the table mixes both)."""
         invocation.kagent_commit = current_commit()
+        invocation.graded = 0
         if self.bench.rows and (note := resume_note(self.bench.run, invocation.kagent_commit)):
             sys.stderr.write(f"kagent bench: {self.out}: {note}\n")
         self.invocation = invocation
         self.bench.run.invocations.append(invocation)
 
-    def finish(self) -> tuple[Path, Path | None]:
+    def finish(self, *, interrupted: bool = False) -> tuple[Path, Path | None]:
         """results.json (the invocation's end), table.md and speedup.png (None when nothing passed and was timed)."""
         if self.invocation is not None:
             self.invocation.seconds = time.time() - self.invocation.started
+            self.invocation.interrupted = interrupted
         write_results(self.out, self.bench)
         table = self.out / TABLE
         table.write_text(render(self.bench), encoding="utf-8")

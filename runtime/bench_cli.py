@@ -166,7 +166,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         anyio.run(_execute, args, config, source, todo, results)
     except KeyboardInterrupt:  # the rows graded so far stay; the table shows them; the same command resumes
-        table, _ = results.finish()
+        table, _ = results.finish(interrupted=True)
         _err(f"interrupted: {len(results.rows)} row(s) in {args.out / 'results.json'} (table: {table}); "
              "the evaluations in flight were stopped and are not recorded; run the same command again to resume")
         return 130

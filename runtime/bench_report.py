@@ -111,8 +111,21 @@ def _invocation(i: int, s: BenchInvocation) -> str:
     ahead = f" (load_inline builds ahead: {s.prebuild_seconds:.0f} s)" if s.prebuild_seconds is not None else ""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(s.started))
     driver = f", driver {s.driver}" if s.driver else ""
-    return (f"- invocation {i + 1} ({when}): {s.jobs} rows on {len(s.slots)} slot(s) [{', '.join(s.slots)}]{driver}"
-            f" in {took}{ahead}")
+    rows = f"{s.jobs} rows" if s.graded is None else f"{s.graded} of {s.jobs} rows"
+    stop = ", interrupted (a rerun resumes)" if s.interrupted else ""
+    return (f"- invocation {i + 1} ({when}): {rows} on {len(s.slots)} slot(s) [{', '.join(s.slots)}]{driver}"
+            f" in {took}{ahead}{stop}")
+
+
+def _in_all(invocations: list[BenchInvocation]) -> list[str]:
+    """Over a resumed run's invocations: rows graded and the wall time they took (the time a run
+    such as 250 load_inline files needs, summed over the calls it was split into)."""
+    counted = [s for s in invocations if s.graded is not None and s.seconds is not None]
+    if len(invocations) < 2 or len(counted) < len(invocations):
+        return []
+    rows, seconds = sum(s.graded or 0 for s in counted), sum(s.seconds or 0.0 for s in counted)
+    rate = f" ({seconds / rows:.1f} s a row)" if rows else ""
+    return [f"- in all: {rows} rows graded in {seconds:.0f} s of wall time over {len(counted)} invocations{rate}"]
 
 
 def render(bench: BenchFile) -> str:
@@ -128,7 +141,7 @@ def render(bench: BenchFile) -> str:
            f"- backend {run.backend}; device {', '.join(gpus) or 'cpu'}; torch {', '.join(torches) or '?'};"
            f" Python {run.python}; kagent {run.kagent_commit or '?'}; host {run.host}",
            f"- {run.attempts} attempt(s) per problem; command: `{run.command}`",
-           *[_invocation(i, s) for i, s in enumerate(run.invocations)],
+           *[_invocation(i, s) for i, s in enumerate(run.invocations)], *_in_all(run.invocations),
            "- pass: compiled, correct and unflagged, over graded rows (faults are not graded; a missing"
            " solution is a failure). faster than: judged on the speedup's 95% interval with the reward's"
            " margin. geomean: over passed, timed rows. fast_p: passed with speedup > p, over graded rows.",

@@ -33,6 +33,11 @@ class BenchInvocation(msgspec.Struct, kw_only=True):
     """Its evaluation slots (GPU ids on cuda, `cpu` per slot on cpu)."""
     jobs: int
     """Rows it had to grade (the rest were already there)."""
+    graded: int | None = None
+    """Rows it wrote (fewer than jobs when it was interrupted; None in results.json files written
+    before invocations counted them)."""
+    interrupted: bool = False
+    """Stopped by SIGINT (Ctrl-C, or a step's deadline) before every job was graded; a rerun resumes."""
     seconds: float | None = None
     """Wall time from start to the last row (None while it runs, or when it was killed)."""
     prebuild_seconds: float | None = None

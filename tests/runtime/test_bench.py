@@ -157,8 +157,9 @@ def test_a_rerun_keeps_every_row_and_grades_only_what_is_new(graded: Path, solut
     assert {k: after[k] for k in before} == before  # same rows, same seconds: nothing was graded again
     assert after["level1/05_reverse_cumsum"]["missing"]
     bench = read_results(graded)
-    assert bench is not None and [s.jobs for s in bench.run.invocations] == [4, 1]
+    assert bench is not None and [(s.jobs, s.graded) for s in bench.run.invocations] == [(4, 4), (1, 1)]
     assert bench.run.invocations[-1].kagent_commit == current_commit()
+    assert "- in all: 5 rows graded in" in (graded / "table.md").read_text()
     # --retry-faults grades the fault row again, and only it.
     assert main(["bench", str(problems), str(extra), "--solutions", str(sol), "--out", str(graded), "--retry-faults",
                  *QUICK]) == 0

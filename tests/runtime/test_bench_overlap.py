@@ -7,6 +7,7 @@ order: a job's final evaluation starts only after its own build, and while later
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -15,7 +16,7 @@ import pytest
 import runtime.bench as bench_mod
 import runtime.bench_cli as bench_cli
 from runtime.bench import Grader, Job, run_jobs
-from runtime.bench_rows import BenchRow, read_results
+from runtime.bench_rows import BenchInvocation, BenchRow, read_results
 from runtime.bench_sources import BenchProblem
 from runtime.cli import main
 from runtime.slots import EvalSlots
@@ -121,6 +122,7 @@ def test_ctrl_c_keeps_the_rows_writes_the_table_and_says_how_to_resume(
     """An interrupt after one row: exit 130, that row in results.json and table.md, a line on how to
     go on (the traceback of the interrupted task group is not shown)."""
     async def execute(args: object, config: object, source: object, jobs: list[Job], results: bench_mod.Results) -> None:
+        results.start(BenchInvocation(started=time.time(), slots=["cpu"], jobs=len(jobs)))
         job = jobs[0]
         await results.add(BenchRow(problem=job.problem.name, problem_id=job.problem.id, level=job.problem.level,
                                    attempt=0, solution=job.solution, reward=1.0, passed=True, compiled=True,
@@ -139,4 +141,26 @@ def test_ctrl_c_keeps_the_rows_writes_the_table_and_says_how_to_resume(
     assert "Traceback" not in err
     bench = read_results(out)
     assert bench is not None and len(bench.rows) == 1
-    assert "level 1" in (out / "table.md").read_text()
+    [inv] = bench.run.invocations
+    assert inv.graded == 1 and inv.jobs > 1 and inv.interrupted and inv.seconds is not None
+    table = (out / "table.md").read_text()
+    assert "level 1" in table and f"1 of {inv.jobs} rows" in table and "interrupted (a rerun resumes)" in table
+    # The resumed call grades the rest; the table sums the rows and wall time of both calls.
+    monkeypatch.setattr(bench_cli, "_execute", finish)
+    assert main(["bench", str(ROOT / "problems" / "level1"), "--reference", "--backend", "cpu", "--no-progress",
+                 "--out", str(out)]) == 0
+    bench = read_results(out)
+    assert bench is not None and [(s.graded, s.interrupted) for s in bench.run.invocations] == \
+        [(1, True), (inv.jobs - 1, False)]
+    seconds = sum(s.seconds or 0.0 for s in bench.run.invocations)
+    assert f"in all: {inv.jobs} rows graded in {seconds:.0f} s of wall time over 2 invocations" in \
+        (out / "table.md").read_text()
+
+
+async def finish(args: object, config: object, source: object, jobs: list[Job], results: bench_mod.Results) -> None:
+    """`_execute` that grades every job at once (a row each, 1 s)."""
+    results.start(BenchInvocation(started=time.time(), slots=["cpu"], jobs=len(jobs)))
+    for job in jobs:
+        await results.add(BenchRow(problem=job.problem.name, problem_id=job.problem.id, level=job.problem.level,
+                                   attempt=0, solution=job.solution, reward=1.0, passed=True, compiled=True,
+                                   correct=True, seconds=1.0))
