@@ -73,15 +73,14 @@ def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, make: Call
         folder = tmp_path_factory.mktemp(name)
         return folder, make(folder)
     base = tmp_path_factory.getbasetemp().parent  # this run's folder, shared by its workers
-    folder, out = base / name, base / f"{name}.out"
+    folder, out, part = base / name, base / f"{name}.out", base / f"{name}.part"
     with open(base / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not out.exists():
             shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir()
-            data = make(folder)
-            out.with_suffix(".part").write_bytes(data)
-            out.with_suffix(".part").rename(out)
+            part.write_bytes(make(folder))
+            part.rename(out)
         return folder, out.read_bytes()
 
 

@@ -124,18 +124,16 @@ def test_ctrl_c_keeps_the_rows_writes_the_table_and_says_how_to_resume(
     async def execute(args: object, config: object, source: object, jobs: list[Job], results: bench_mod.Results) -> None:
         results.start(BenchInvocation(started=time.time(), slots=["cpu"], jobs=len(jobs)))
         job = jobs[0]
-        await results.add(BenchRow(problem=job.problem.name, problem_id=job.problem.id, level=job.problem.level,
-                                   attempt=0, solution=job.solution, reward=1.0, passed=True, compiled=True,
-                                   correct=True, seconds=1.0))
+        await results.add(_passed(job))
         raise KeyboardInterrupt
 
     monkeypatch.setattr(bench_cli, "_execute", execute)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.delenv("KAGENT_CONFIG", raising=False)
     out = tmp_path / "out"
-    rc = main(["bench", str(ROOT / "problems" / "level1"), "--reference", "--backend", "cpu", "--no-progress",
-               "--out", str(out)])
-    assert rc == 130
+    argv = ["bench", str(ROOT / "problems" / "level1"), "--reference", "--backend", "cpu", "--no-progress",
+            "--out", str(out)]
+    assert main(argv) == 130
     err = capsys.readouterr().err
     assert "interrupted: 1 row(s)" in err and "run the same command again to resume" in err, err
     assert "Traceback" not in err
@@ -147,8 +145,7 @@ def test_ctrl_c_keeps_the_rows_writes_the_table_and_says_how_to_resume(
     assert "level 1" in table and f"1 of {inv.jobs} rows" in table and "interrupted (a rerun resumes)" in table
     # The resumed call grades the rest; the table sums the rows and wall time of both calls.
     monkeypatch.setattr(bench_cli, "_execute", finish)
-    assert main(["bench", str(ROOT / "problems" / "level1"), "--reference", "--backend", "cpu", "--no-progress",
-                 "--out", str(out)]) == 0
+    assert main(argv) == 0
     bench = read_results(out)
     assert bench is not None and [(s.graded, s.interrupted) for s in bench.run.invocations] == \
         [(1, True), (inv.jobs - 1, False)]
@@ -157,10 +154,14 @@ def test_ctrl_c_keeps_the_rows_writes_the_table_and_says_how_to_resume(
         (out / "table.md").read_text()
 
 
+def _passed(job: Job) -> BenchRow:
+    """A passed row for the job, graded in 1 s."""
+    return BenchRow(problem=job.problem.name, problem_id=job.problem.id, level=job.problem.level, attempt=0,
+                    solution=job.solution, reward=1.0, passed=True, compiled=True, correct=True, seconds=1.0)
+
+
 async def finish(args: object, config: object, source: object, jobs: list[Job], results: bench_mod.Results) -> None:
     """`_execute` that grades every job at once (a row each, 1 s)."""
     results.start(BenchInvocation(started=time.time(), slots=["cpu"], jobs=len(jobs)))
     for job in jobs:
-        await results.add(BenchRow(problem=job.problem.name, problem_id=job.problem.id, level=job.problem.level,
-                                   attempt=0, solution=job.solution, reward=1.0, passed=True, compiled=True,
-                                   correct=True, seconds=1.0))
+        await results.add(_passed(job))
