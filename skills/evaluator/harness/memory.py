@@ -138,7 +138,7 @@ def too_big(loaded: LoadedProblem, n_sets: int, device: torch.device, sliced: bo
     hint = " (on the cpu backend, give the problem SMALL_SIZES or grade it on a GPU)" if device.type == "cpu" else ""
     # small sizes asked of a file without SMALL_SIZES are its own sizes (a KernelBench file on the cpu)
     sizes = ("its own sizes (it has no SMALL_SIZES)" if loaded.sizes == "small"
-             and getattr(loaded.module, "SMALL_SIZES", None) is None else f"{loaded.sizes} sizes")
+             and not getattr(loaded.module, "SMALL_SIZES", None) else f"{loaded.sizes} sizes")
     return (f"needs about {MARGIN * total / 2**30:.1f} GiB of {where} memory at {sizes}"
             f" ({judge / 2**30:.1f} GiB for the judge's inputs and references"
             + (f", {need.candidate / 2**30:.1f} GiB for the candidate" if device.type == "cpu" else "")
