@@ -52,6 +52,21 @@ _timing.Loop.call = _moved
 """
 
 
+@pytest.fixture(scope="session", autouse=True)
+def gpu_run_properties(request: pytest.FixtureRequest, record_testsuite_property: Callable[[str, object], None]) -> None:
+    """On a `-m gpu` run, the JUnit file names the card and the torch it ran on (`gpu`, `torch`
+    properties): scripts/exploit_table.py reads them, so a table made elsewhere from the file names
+    the run's machine, not its own."""
+    mark = request.config.option.markexpr or ""
+    if "gpu" not in mark or "not gpu" in mark:
+        return
+    import torch
+
+    record_testsuite_property("torch", torch.__version__)
+    if torch.cuda.is_available():
+        record_testsuite_property("gpu", torch.cuda.get_device_name(0))
+
+
 @pytest.fixture(scope="session")
 def build_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One content-addressed build cache for the session (identical sources build once), shared
