@@ -18,7 +18,7 @@
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
 #   parity     the same torch code as candidate and as eager baseline (probe_parity.py); latency; CV of 10 profiles
-#   kb-refmodel  kagent bench --reference-model over a KernelBench level (KB_LEVEL, default level1): every row correct, speedup about 1 (resumable)
+#   kb-refmodel  kagent bench --reference-model over a KernelBench level (KB_LEVEL, default level1): every row correct, speedup about 1 (resumable; KBREF_ARGS=--retry-faults grades kept faults again)
 #   inline     a load_inline file per KernelBench problem through kagent bench: the build-ahead pool and grading time
 #   bench      timing stability, the solutions table, ncu
 #   fair       the same solution graded 10 times quiet and under 8 compiles (repeatability)
@@ -30,7 +30,7 @@
 set -u
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/kagent-out}; mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee -a "$OUT/gpu.txt"  # -a: a second invocation into the same $OUT keeps the first one's lines
 python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' | tee -a "$OUT/gpu.txt"
 # results are named by the card that made them (h100, h200): timings compare only within one card
 G=${GPU_TAG:-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -oiE 'h100|h200|a100|l40s|b200' | tr A-Z a-z)}
@@ -123,7 +123,7 @@ if is kernelbench; then  # every KernelBench file at its own sizes, its own Mode
   step kernelbench; TAIL=30 run "${KB_SECONDS:-500}" bench_kernelbench.log python3 benchmarks/bench_kernelbench.py ${KB:-../shared/kernelbench} --jobs "${KB_JOBS:-1}" --out "${KB_OUT:-kernelbench-$G}" ${KB_RESUME:+--resume $KB_RESUME} ${KB_ARGS:-}
 fi
 if is kb-refmodel; then  # issue 19's table: a KernelBench level with each problem's own Model as its solution (resumable: the --out folder)
-  step kb-refmodel; TAIL=30 run "${T_KBREF:-540}" bench_kb_refmodel.log python3 -m runtime.cli bench ${KB:-../shared/kernelbench}/${KB_LEVEL:-level1} --reference-model --backend cuda --no-progress --out "${KBREF_OUT:-benchmarks/results/bench-kernelbench-${KB_LEVEL:-level1}-refmodel-$G}"
+  step kb-refmodel; TAIL=30 run "${T_KBREF:-540}" bench_kb_refmodel.log python3 -m runtime.cli bench ${KB:-../shared/kernelbench}/${KB_LEVEL:-level1} --reference-model --backend cuda --no-progress --out "${KBREF_OUT:-benchmarks/results/bench-kernelbench-${KB_LEVEL:-level1}-refmodel-$G}" ${KBREF_ARGS:-}
 fi
 if is inline; then  # a load_inline file per KernelBench problem, built ahead and graded by kagent bench (resumable: INLINE_OUT)
   step inline-set; python3 benchmarks/make_inline_set.py ${KB:-../shared/kernelbench} --out "${INLINE_SET:-/tmp/kb-inline}"

@@ -542,7 +542,7 @@ class Judge:
         with parts("warm-up"):
             mean, per_call = self._warm_up(drv, req.timing)
         began = now_ns()
-        first = self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND)
+        first = [self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND)]
         draw_us = (now_ns() - began) / 1e3
         # The candidate's threads, read from outside around each call (skills/evaluator/schedstat.py): two
         # reads a call, which the loop's wall budget counts (slower under a virtualised /proc).
@@ -566,7 +566,8 @@ class Judge:
         with parts("timed loop"):
             for i in range(n):
                 t0 = now_ns()
-                inputs = first if i == 0 else self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND + i)
+                # one drawn set at a time (the memory plan counts one): the first goes with its call
+                inputs = first.pop() if first else self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND + i)
                 t1 = now_ns()
                 drv.put(0, inputs)
                 t2 = now_ns()
@@ -681,6 +682,11 @@ class Judge:
                     compiled, compile_bytes = self._time(self.compiled, req.timing)
                 except Exception as exc:  # torch.compile failing is a fact about the problem, reported
                     error = f"{type(exc).__name__}: {exc}"[:2000]
+        if self.device.type == "cuda":
+            # The memory plan counts a baseline's loop and a checked timed call apart, never together:
+            # the baseline's cached blocks go back, so the next timed round's set and references
+            # come from free memory the candidate's cap left for them, not from beside a stale cache.
+            torch.cuda.empty_cache()
         return P.BaselineReport(nonce=self.start.nonce, eager=eager, compile=compiled, compile_error=error,
                                 eager_bytes=eager_bytes, compile_bytes=compile_bytes)
 

@@ -2,19 +2,26 @@
 allocated, so a problem too big for the machine is refused in seconds with what it needs and
 what is free (reward None: not the agent's doing) instead of being killed by the OOM killer.
 
-The estimate runs the problem on meta tensors (no memory) and counts, for the judge: the model
-three times (its weights, their fp64 copy, the state dict the candidate loads); per input set it
-holds (the regular sets and the shape set) the inputs and the references (r and r64 kept as r's
-fp32 difference: 2x the fp32 output, skills/evaluator/harness/compare.py); a timed call's own set with its
-references and the fp64 forward's inputs and output while the judge checks it (3x the inputs,
-4x the output); the arena the candidate writes into (inputs and outputs once); a baseline's work
-buffers and output; and the comparison's per-chunk passes. Where that does not fit and the
-problem has a batch dimension, the judge runs the fp64 forward in batch slices (`batch_rows`):
-a checked call then holds its set, r and d whole and one slice's fp64 forward (SLICE_TERM)
-instead of the fp64 inputs, output and intermediates whole. On the cpu backend the candidate's
-process shares the machine's memory: its model and its outputs are added (its inputs are the
-judge's arena). Intermediate activations are not known from the outside: the plan is a floor,
-and `MARGIN` leaves room for them.
+The estimate runs the problem on meta tensors (no memory) and counts, for the judge, what it holds
+all along: the model three times (its weights, their fp64 copy, the state dict the candidate
+loads); per input set it holds (the regular sets and the shape set) the inputs and the references
+(r and r64 kept as r's fp32 difference: 2x the fp32 output, skills/evaluator/harness/compare.py);
+the arena the candidate's calls read and write (inputs and outputs once); the comparison's
+per-chunk passes. On top of that, one phase at a time, never two together: a checked call's own
+set with its references and the fp64 forward's inputs and output (3x the inputs, 4x the output),
+or a baseline's timed loop (its work buffers and output, taken as one set's inputs and output).
+The timed loop holds one drawn set at a time (the judge lets go of each before drawing the next).
+Where that does not fit and the problem has a batch dimension, the judge runs the fp64 forward in
+batch slices (`batch_rows`): a checked call then holds its set, r and d whole and one slice's fp64
+forward (SLICE_TERM) instead of the fp64 inputs, output and intermediates whole. The candidate's
+process needs memory on the same device: on the cuda backend its weights and its answer (its
+inputs are the judge's arena), on the cpu backend its model and its outputs twice. Intermediate
+activations are not known from the outside: the plan is a floor, and `MARGIN` leaves room for them.
+
+On an 80 GB H100 the plan refused 21 of the first 55 KernelBench level-1 files at their own sizes
+(2026-12-07), with the baseline's buffers counted beside a checked call's and the first timed
+set held through the whole loop; the 1.6G-element activations read 65.0 GiB for the judge, x1.25
+= 81.2 GiB against 78.7 free. Counted by phase they need 53 GiB and the candidate's answer 6.
 """
 
 from __future__ import annotations
@@ -42,10 +49,13 @@ class MemoryPlan(msgspec.Struct, frozen=True):
     judge: int
     """The judge's inputs, references and model copies."""
     candidate: int
-    """The candidate's model, inputs with their pristine copies, and outputs."""
+    """The candidate's process on the cpu backend: its model and its outputs twice."""
     judge_sliced: int | None = None
     """The judge's need with each fp64 reference computed in batch slices (None: the inputs and
     outputs share no leading batch dimension to slice)."""
+    candidate_gpu: int = 0
+    """The candidate's process on the cuda backend: its weights and its answer (its inputs are the
+    judge's arena; what else it allocates is under its own cap, skills/evaluator/harness/candidate.py)."""
 
 
 def _nbytes(values: Any) -> int:
@@ -73,12 +83,14 @@ def plan(loaded: LoadedProblem, n_sets: int) -> MemoryPlan | None:
         return None
     params = _nbytes(list(model.parameters())) + _nbytes(list(model.buffers()))
     ins, outs = _nbytes(inputs), _nbytes(out)
-    held = 3 * params + n_sets * (ins + 2 * outs) + (ins + outs) + (ins + outs) + COMPARE_BYTES
-    judge = held + (3 * ins + 4 * outs)
+    # all along: the models, the held sets with r and d, the arena, the comparison's passes
+    held = 3 * params + n_sets * (ins + 2 * outs) + (ins + outs) + COMPARE_BYTES
+    baseline = ins + outs  # a baseline's timed loop: its work buffers and output
+    judge = held + max(3 * ins + 4 * outs, baseline)
     # sliced: a checked call's own set, r and d whole, and one slice's fp64 forward
-    sliced = held + (ins + 2 * outs + SLICE_TERM) if batch_rows(inputs, _as_list(out)) is not None else None
-    candidate = params + 2 * outs
-    return MemoryPlan(judge=judge, candidate=candidate, judge_sliced=sliced)
+    sliced = (held + max(ins + 2 * outs + SLICE_TERM, baseline)
+              if batch_rows(inputs, _as_list(out)) is not None else None)
+    return MemoryPlan(judge=judge, candidate=params + 2 * outs, judge_sliced=sliced, candidate_gpu=params + outs)
 
 
 def _as_list(out: Any) -> list[Any]:
@@ -131,7 +143,8 @@ def too_big(loaded: LoadedProblem, n_sets: int, device: torch.device, sliced: bo
     if need is None or free is None:
         return None
     judge = need.judge_sliced if sliced and need.judge_sliced is not None else need.judge
-    total = judge + (need.candidate if device.type == "cpu" else 0)
+    candidate = need.candidate if device.type == "cpu" else need.candidate_gpu
+    total = judge + candidate
     if MARGIN * total <= free:
         return None
     where = "GPU" if device.type == "cuda" else "host"
@@ -141,5 +154,5 @@ def too_big(loaded: LoadedProblem, n_sets: int, device: torch.device, sliced: bo
              and not getattr(loaded.module, "SMALL_SIZES", None) else f"{loaded.sizes} sizes")
     return (f"needs about {MARGIN * total / 2**30:.1f} GiB of {where} memory at {sizes}"
             f" ({judge / 2**30:.1f} GiB for the judge's inputs and references"
-            + (f", {need.candidate / 2**30:.1f} GiB for the candidate" if device.type == "cpu" else "")
+            + f", {candidate / 2**30:.1f} GiB for the candidate"
             + f"), and {free / 2**30:.1f} GiB is free{hint}")

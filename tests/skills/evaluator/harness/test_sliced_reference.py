@@ -1,6 +1,6 @@
 """The fp64 reference in batch slices (skills/evaluator/harness/judge.py `_sliced_references`; memory plan in
 skills/evaluator/harness/memory.py): where the whole fp64 forward does not fit (KernelBench's L1Norm and
-L2Norm: 2^31 fp32 elements, 141 GiB planned whole on a 139 GiB H200), the judge runs it a batch
+L2Norm: 2^31 fp32 elements, 141 GiB planned whole on a 139 GiB H200 in 2026-12), the judge runs it a batch
 slice at a time and measures each piece into the Reference, which then holds exactly what the
 whole form holds; a problem whose output rows depend on other rows is refused, not graded wrong.
 """
@@ -167,22 +167,69 @@ def get_init_inputs():
 '''
 
 
-def test_the_plan_fits_kernelbench_l1norm_on_an_h200_only_sliced(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """KernelBench level1/38 (L1Norm) at its own sizes, 139.3 GiB free on the GPU (the H200's, as
-    measured): refused with r64 whole (141 GiB planned, margin included), fits with r64 sliced."""
+def test_the_plan_fits_kernelbench_l1norm_only_sliced(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KernelBench level1/38 (L1Norm) at its own sizes, 32768 x 65535 fp32 (8 GiB a tensor), 100 GiB
+    free on the GPU: refused with r64 whole (131 GiB planned, margin included), fits with r64 sliced
+    (96 GiB); with 60 GiB free the refusal names the smallest need, sliced, the candidate's share in it."""
     path = tmp_path / "l1norm.py"
     path.write_text(L1NORM_AT_KERNELBENCH_SIZES)
     loaded = load_problem(path)
     p = plan(loaded, 1)
     assert p is not None and p.judge_sliced is not None and p.judge_sliced < p.judge
-    monkeypatch.setattr(memory, "available_bytes", lambda device: int(139.3 * 2**30))
+    assert p.candidate_gpu == 4 * 32768 * 65535  # its answer: no weights; its inputs are the judge's arena
+    monkeypatch.setattr(memory, "available_bytes", lambda device: 100 * 2**30)
     cuda = torch.device("cuda")
     why = too_big(loaded, 1, cuda)
-    assert why is not None and "141." in why, why
+    assert why is not None and "131." in why, why
     assert too_big(loaded, 1, cuda, sliced=True) is None
     monkeypatch.setattr(memory, "available_bytes", lambda device: 60 * 2**30)
     small = too_big(loaded, 1, cuda, sliced=True)
-    assert small is not None and "106." in small, small  # the smallest need is what a refusal names
+    assert small is not None and "96." in small and "8.0 GiB for the candidate" in small, small
+
+
+ACTIVATION_AT_KERNELBENCH_SIZES = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+batch_size = 4096
+dim = 393216
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_plan_counts_phases_one_at_a_time(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KernelBench's 1.6G-element activations (level1/19_ReLU and 14 like it) on an 80 GB H100, 78.7
+    GiB free as measured on 2026-12-07: refused at 81.2 GiB while a baseline's buffers were counted
+    beside a checked call's (they are never live together: a baseline's loop is its own request).
+    By phase, sliced: the held set with r and d (3 x 6 GiB), the arena (2 x 6), the comparison's
+    passes (1), a checked call (its set, r and d: 3 x 6, one slice's fp64 forward: 4), the
+    candidate's answer (6): 59 GiB, 73.8 with the margin, and it fits."""
+    path = tmp_path / "relu.py"
+    path.write_text(ACTIVATION_AT_KERNELBENCH_SIZES)
+    loaded = load_problem(path)
+    p = plan(loaded, 1)
+    t = 4 * 4096 * 393216  # one fp32 tensor of the problem's size
+    assert p is not None and p.judge_sliced is not None
+    assert p.judge_sliced == 3 * t + 2 * t + memory.COMPARE_BYTES + 3 * t + memory.SLICE_TERM
+    assert p.judge == 3 * t + 2 * t + memory.COMPARE_BYTES + 7 * t  # whole: 3x the inputs, 4x the output
+    assert p.candidate_gpu == t
+    monkeypatch.setattr(memory, "available_bytes", lambda device: int(78.7 * 2**30))
+    cuda = torch.device("cuda")
+    assert too_big(loaded, 1, cuda, sliced=True) is None
+    whole = too_big(loaded, 1, cuda)
+    assert whole is not None and "98.8 GiB" in whole and "6.0 GiB for the candidate" in whole, whole
 
 
 class LstmWithOwnState(torch.nn.Module):
