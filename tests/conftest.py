@@ -56,7 +56,8 @@ _timing.Loop.call = _moved
 def gpu_run_properties(request: pytest.FixtureRequest, record_testsuite_property: Callable[[str, object], None]) -> None:
     """On a `-m gpu` run, the JUnit file names the card and the torch it ran on (`gpu`, `torch`
     properties): scripts/exploit_table.py reads them, so a table made elsewhere from the file names
-    the run's machine, not its own."""
+    the run's machine, not its own. Not under pytest-xdist (`-n`): its workers' suite properties
+    never reach the file, so the table falls back to --gpu-name and --torch."""
     mark = request.config.option.markexpr or ""
     if "gpu" not in mark or "not gpu" in mark:
         return
