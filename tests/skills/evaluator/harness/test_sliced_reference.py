@@ -210,7 +210,7 @@ def get_init_inputs():
 
 
 def test_the_plan_counts_phases_one_at_a_time(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """KernelBench's 1.6G-element activations (level1/19_ReLU and 14 like it) on an 80 GB H100, 78.7
+    """KernelBench's 1.6G-element activations (level1/19_ReLU and 13 like it) on an 80 GB H100, 78.7
     GiB free as measured on 2026-12-07: refused at 81.2 GiB while a baseline's buffers were counted
     beside a checked call's (they are never live together: a baseline's loop is its own request).
     By phase, sliced: the held set with r and d (3 x 6 GiB), the arena (2 x 6), the comparison's
