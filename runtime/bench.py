@@ -192,20 +192,24 @@ class Grader:
         if (event := self.built.get((p.id, job.attempt))) is not None:
             await event.wait()
         began = time.monotonic()
-        result = await self._evaluate(job)
+        result, queued = await self._evaluate(job)
+        # every job is in flight at once: the time it waited for a GPU slot is not its own
         row = row_from_result(result, problem=p.name, problem_id=p.id, level=p.level, attempt=job.attempt,
-                              solution=job.solution, seconds=time.monotonic() - began)
+                              solution=job.solution, seconds=time.monotonic() - began - queued)
+        row.queued_seconds = queued
         row.prebuild_seconds = self.prebuild_seconds.get((p.id, job.attempt))
         return row
 
-    async def _evaluate(self, job: Job) -> EvalResult:
-        """The final evaluation, on a slot (a load_inline build ahead is seeded from the cache)."""
+    async def _evaluate(self, job: Job) -> tuple[EvalResult, float]:
+        """The final evaluation, on a slot (a load_inline build ahead is seeded from the cache), and
+        the seconds it waited for the slot."""
         with tempfile.TemporaryDirectory(prefix="kagent-bench-") as tmp:
             ws = Path(tmp) / "ws"
             await anyio.to_thread.run_sync(make_workspace, job, ws)
             ev = LeasedEvaluator(job.problem.path, self.config, cache=self.cache, slots=self.slots,
                                  compile_limiter=self.compile_limiter)
-            return await ev.evaluate(ws, "final")
+            result = await ev.evaluate(ws, "final")
+            return result, ev.slot_wait_s
 
 
 def build_ahead(job: Job, config: EvalConfig) -> Prebuilt:

@@ -152,7 +152,12 @@ class BenchRow(msgspec.Struct, kw_only=True):
     completion_tokens: int | None = None
     """Generated tokens over the episode's turns (policy source only)."""
     seconds: float
-    """Wall time of the attempt (evaluation, or the whole episode)."""
+    """Wall time of the attempt (evaluation, or the whole episode); with --solutions, --reference
+    and --reference-model, not counting `queued_seconds`."""
+    queued_seconds: float | None = None
+    """Time the evaluation waited for a free GPU slot (every job is in flight at once, one evaluation
+    per slot): not the row's own. None: a policy row (its episode's waits are the episode's), or a
+    row written before bench kept it (its `seconds` then includes the wait)."""
     workers_seconds: float | None = None
     """Starting the final evaluation's workers up to the candidate's import (a load_inline build
     counts here: a cold one is ~60 s, a seeded one seconds)."""

@@ -88,6 +88,8 @@ class LeasedEvaluator:
         self.cache = cache
         self.slots = slots
         self.compile_limiter = compile_limiter
+        self.slot_wait_s = 0.0
+        """How long the last evaluate() waited for a free slot (kagent bench keeps it out of a row's time)."""
 
     async def compile(self, workspace: Path) -> BuildResult | None:
         async with self.compile_limiter:
@@ -100,7 +102,9 @@ class LeasedEvaluator:
         built = await self.compile(workspace)  # outside the slot; evaluate() then hits the build cache
         if built is not None and not built.ok:
             return await self._run(workspace, mode, self.config, None)  # stops at the build: no workers
+        asked = time.monotonic()
         async with self.slots.lease() as index:
+            self.slot_wait_s = time.monotonic() - asked
             cfg = msgspec.structs.replace(self.config, gpu=self.slots.devices[index])
             pool = self.slots.pools[index] if self.slots.pools is not None else None
             return await self._run(workspace, mode, cfg, pool)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -103,6 +104,9 @@ def test_solutions_give_a_row_of_each_kind(graded: Path) -> None:
     assert not swish["passed"] and swish["reward"] == -1.0 and swish["flags"] and swish["fault"] is None
     assert rms["missing"] and not rms["passed"] and rms["fault"] is None
     assert huge["fault"] is not None and "GiB" in huge["fault"] and huge["reward"] is None  # type: ignore[operator]
+    # each graded row keeps its wait for the one cpu slot apart from its own seconds; a missing one never waited
+    assert all(isinstance(r["queued_seconds"], float) and r["queued_seconds"] >= 0 for r in (relu, swish, huge))
+    assert rms["queued_seconds"] is None
     # Memory: ModelNew's footprint and eager's, measured outside the candidate (compile was not timed).
     used, eager, limit = relu["candidate_call_bytes"], relu["eager_bytes"], relu["limit_bytes"]
     assert isinstance(used, int) and isinstance(eager, int) and eager > 0 and relu["compile_bytes"] is None, relu
@@ -349,3 +353,60 @@ def test_daemon_runs_the_episodes_and_the_rows_come_from_its_store(tmp_path: Pat
     finally:
         d.kill()
         scripted.stop()
+
+
+def test_a_rows_seconds_leave_out_its_wait_for_a_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every job of a bench run is in flight at once and waits for a slot: on the H100 the 15th
+    matmul row read 243.5 s, the time since the run began. The wait is measured where the slot is
+    asked for (LeasedEvaluator.slot_wait_s) and kept apart (queued_seconds); `seconds` is the row's own.
+    The lower bound is the time the test held the slot after the evaluation asked for it: load only
+    makes the wait longer."""
+    from runtime.bench import Grader, Job
+    from runtime.bench_sources import collect_problems
+    from runtime.slots import EvalSlots, LeasedEvaluator
+    from skills.evaluator.config import EvalConfig
+    from tests.skills.test_profile_ab import run as eval_result
+
+    slots = EvalSlots([None])
+    monkeypatch.setattr(LeasedEvaluator, "compile", lambda self, ws: _none())
+    monkeypatch.setattr(LeasedEvaluator, "_run", lambda self, ws, mode, cfg, pool: _result(eval_result(100.0)))
+    grader = Grader(config=EvalConfig(), slots=slots, cache=None, compile_limiter=anyio.CapacityLimiter(1), compile_jobs=1)
+    (problem,) = collect_problems([PROBLEMS / "level1" / "01_relu.py"])
+    job = Job(problem=problem, attempt=0, solution=str(PROBLEMS / "solutions" / "cpu" / "level1" / "01_relu"))
+    held: list[float] = []
+    rows = []
+    hold, asked = slots.lease, anyio.Event()
+
+    @asynccontextmanager
+    async def lease() -> AsyncIterator[int]:  # the grade's ask for the slot
+        asked.set()
+        async with hold() as index:
+            yield index
+
+    monkeypatch.setattr(slots, "lease", lease)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            async with hold():
+                tg.start_soon(lambda: _append(rows, grader.grade(job)))
+                await asked.wait()
+                began = anyio.current_time()
+                await anyio.sleep(0.3)
+                held.append(anyio.current_time() - began)
+
+    anyio.run(main)
+    (row,) = rows
+    assert row.queued_seconds is not None and row.queued_seconds >= held[0], (row.queued_seconds, held)
+    assert 0 <= row.seconds < row.queued_seconds, row  # its own time: a workspace copy and a fake evaluation
+
+
+async def _none() -> None:
+    return None
+
+
+async def _result(result: object) -> object:
+    return result
+
+
+async def _append(rows: list[object], aw: object) -> None:
+    rows.append(await aw)  # type: ignore[misc]
