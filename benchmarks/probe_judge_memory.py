@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 import msgspec
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -57,11 +58,14 @@ class Watch:
         return out
 
     def _run(self) -> None:
+        live: list[int] = []
         while not self.stop.is_set():
-            for pid in self._judges():
+            live = live or self._judges()  # /proc is scanned only while no judge is known
+            for pid in list(live):
                 try:
                     status = Path(f"/proc/{pid}/status").read_text()
-                except OSError:
+                except OSError:  # it exited: look for the next one
+                    live.remove(pid)
                     continue
                 for line in status.splitlines():
                     if line.startswith("VmHWM:"):
@@ -87,9 +91,13 @@ def main() -> None:
     cfg = EvalConfig(backend="cpu", sizes="default", baselines=["eager"], held_sets=args.held_sets)
     loaded = load_problem(args.problem, sizes="default")
     hold = max(1, min(args.held_sets or cfg.n_sets, cfg.n_sets))
-    plan = memory.plan(loaded, planned_sets(loaded, hold, cfg.shape_check))
+    sets = planned_sets(loaded, hold, cfg.shape_check)
+    plan = memory.plan(loaded, sets)
     if plan is None:
         raise SystemExit(f"{args.problem}: no memory plan (it does not run on meta tensors)")
+    if (why := memory.too_big(loaded, sets, torch.device("cpu"))) is not None:
+        # the judge would then stream its sets or slice r64 (Judge.__init__): not the plan compared here
+        raise SystemExit(f"{args.problem}: {hold} held sets do not fit ({why}); pass --held-sets 1 or a smaller problem")
     began = time.monotonic()
     with Watch() as watch:
         result = anyio.run(lambda: evaluate(args.problem, args.solution, mode="final", config=cfg))
