@@ -106,14 +106,17 @@ def pass_at_table(lines: Sequence[LevelStats]) -> list[str]:
     return out
 
 
-def _invocation(i: int, s: BenchInvocation) -> str:
+def _invocation(i: int, s: BenchInvocation, first_commit: str | None) -> str:
+    """One invocation's line; its kagent commit where it is not the one the header names (a resumed
+    run's later rows were graded by a newer kagent)."""
     took = f"{s.seconds:.0f} s" if s.seconds is not None else "did not finish"
     ahead = f" (load_inline builds ahead: {s.prebuild_seconds:.0f} s)" if s.prebuild_seconds is not None else ""
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(s.started))
     driver = f", driver {s.driver}" if s.driver else ""
     rows = f"{s.jobs} rows" if s.graded is None else f"{s.graded} of {s.jobs} rows"
     stop = ", interrupted (a rerun resumes)" if s.interrupted else ""
-    return (f"- invocation {i + 1} ({when}): {rows} on {len(s.slots)} slot(s) [{', '.join(s.slots)}]{driver}"
+    commit = f", kagent {s.kagent_commit[:12]}" if s.kagent_commit and s.kagent_commit != first_commit else ""
+    return (f"- invocation {i + 1} ({when}): {rows} on {len(s.slots)} slot(s) [{', '.join(s.slots)}]{driver}{commit}"
             f" in {took}{ahead}{stop}")
 
 
@@ -141,7 +144,7 @@ def render(bench: BenchFile) -> str:
            f"- backend {run.backend}; device {', '.join(gpus) or 'cpu'}; torch {', '.join(torches) or '?'};"
            f" Python {run.python}; kagent {run.kagent_commit or '?'}; host {run.host}",
            f"- {run.attempts} attempt(s) per problem; command: `{run.command}`",
-           *[_invocation(i, s) for i, s in enumerate(run.invocations)], *_in_all(run.invocations),
+           *[_invocation(i, s, run.kagent_commit) for i, s in enumerate(run.invocations)], *_in_all(run.invocations),
            "- pass: compiled, correct and unflagged, over graded rows (faults are not graded; a missing"
            " solution is a failure). faster than: judged on the speedup's 95% interval with the reward's"
            " margin. geomean: over passed, timed rows. fast_p: passed with speedup > p, over graded rows.",
