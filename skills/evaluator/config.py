@@ -52,9 +52,15 @@ class EvalConfig(msgspec.Struct, kw_only=True):
     timeout_import_s: float = 300.0
     """Starting workers, importing model_new.py (load_inline builds count) and the reference."""
     timeout_run_s: float = 120.0
-    """Running and comparing the correctness sets."""
+    """The candidate's calls on the correctness sets: the judge's waits for its answers, in all."""
     timeout_timing_s: float = 300.0
-    """The candidate's timing loop."""
+    """The candidate's share of one timed loop: the judge's waits for its answers, in all (the judge's
+    own work between them is bounded apart, by timeout_judge_s)."""
+    timeout_judge_s: float = 900.0
+    """The judge's own work in one correctness stage or timed loop (drawing input sets, the references
+    of checked calls, comparisons), apart from its waits for the candidate: past it the stage is the
+    environment's fault (reward None). The parent waits for the judge's report at most this plus
+    the candidate's limit plus 30 s."""
     timeout_baseline_s: float = 900.0
     """Timing the baselines (torch.compile cold start included)."""
     gpu: str | None = None

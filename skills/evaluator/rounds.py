@@ -130,9 +130,11 @@ async def candidate_round(judge: Worker, cand: Worker, state: EvalState, ready: 
                             f"shuts out the evaluator's view of it (e.g. PR_SET_DUMPABLE 0) is not graded"))])
             with calls_window(state):
                 await judge.send(P.TimeRequest(nonce=nonce, timing=cfg.timing, round=r, checked_fraction=cfg.checked_fraction, limit_s=cfg.timeout_timing_s,
+                                           own_limit_s=cfg.timeout_judge_s,
                                            profile_calls=cfg.profile_calls if cfg.backend == "cuda" and r == 0 else 0,
                                            candidate_pid=pid, candidate_root_pid=cand.proc.pid))
-                timed, marks = await cand.marked(from_judge(judge, cand, P.TimeReport, cfg.timeout_timing_s, "timing"))
+                timed, marks = await cand.marked(from_judge(judge, cand, P.TimeReport,
+                                                            cfg.timeout_timing_s + cfg.timeout_judge_s, "timing"))
             n = len(timed.samples.per_call_us)
             own = _own_marks(timed, marks)
             if sampler is not None:  # only what ran between a timed call's marks counts

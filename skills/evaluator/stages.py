@@ -185,8 +185,10 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
                                judge_reserve_bytes=ready.reserve_bytes if cfg.backend == "cuda" else None))
     init = await cand.expect(P.CandReady, cfg.timeout_run_s, "building ModelNew")
     with calls_window(state):
-        await judge.send(P.CheckRequest(nonce=nonce, timing=cfg.timing, limit_s=cfg.timeout_run_s))
-        report = await from_judge(judge, cand, P.CheckReport, cfg.timeout_run_s, "running the input sets")
+        await judge.send(P.CheckRequest(nonce=nonce, timing=cfg.timing, limit_s=cfg.timeout_run_s,
+                                        own_limit_s=cfg.timeout_judge_s))
+        report = await from_judge(judge, cand, P.CheckReport, cfg.timeout_run_s + cfg.timeout_judge_s,
+                                  "running the input sets")
     state.sets = report.sets
     state.add_flags(report.flags)
     state.times.parts.update({"candidate init": init.seconds, **{f"judge {k}": v for k, v in report.seconds.items()}})

@@ -51,6 +51,11 @@ class CandidateFault(Exception):
         """The link closed: the candidate process died (the parent words how)."""
 
 
+class JudgeLate(Exception):
+    """The judge's own work in a stage (drawing sets, references, comparisons) ran past its limit:
+    the environment's fault, never the candidate's (the judge reports it as its own failure)."""
+
+
 class Driver:
     def __init__(self, link: P.Link, device: torch.device, timing: P.TimingConfig) -> None:
         self.link = link
@@ -60,26 +65,49 @@ class Driver:
         self.seq = 0
         self.arenas: dict[int, arena.Arena] = {}
         self.scalars: dict[int, list[Any]] = {}
-        self.deadline_ns = 0
         self.limit_s = 0.0
+        self.own_limit_s = 0.0
+        self.began_ns = 0
+        self.waited_ns = 0
         flush = 2 * llc_bytes(device) if timing.flush_l2 else 0
         self.flush_buf = torch.empty(max(flush // 4, 1), dtype=torch.float32, device=device)
 
-    def within(self, seconds: float) -> None:
-        """Every answer from now on must come before `seconds` from now."""
-        self.deadline_ns = now_ns() + int(seconds * 1e9)
-        self.limit_s = seconds
+    def within(self, seconds: float, own_seconds: float = 0.0) -> None:
+        """A new stage: from now on the candidate's answers may take `seconds` in all (the time the
+        judge waits for them, never the judge's own work between them), and the judge's own work
+        `own_seconds` (0: no limit of its own; the parent's wait bounds it)."""
+        self.limit_s, self.own_limit_s = seconds, own_seconds
+        self.began_ns, self.waited_ns = now_ns(), 0
+
+    def own_s(self) -> float:
+        """The judge's own seconds in this stage so far: its wall time less its waits for the candidate."""
+        return max(0, now_ns() - self.began_ns - self.waited_ns) / 1e9
+
+    def late(self, what: str) -> None:
+        """JudgeLate when the judge's own work in this stage is past its limit."""
+        own = self.own_s()
+        if self.own_limit_s > 0 and own > self.own_limit_s:
+            raise JudgeLate(
+                f"the judge's own work while {what} (drawing input sets, computing references, comparing) took"
+                f" {own:.0f} s, past its limit of {self.own_limit_s:.0f} s (timeout_judge_s), while it waited"
+                f" {self.waited_ns / 1e9:.0f} s for the candidate's answers (their limit: {self.limit_s:.0f} s):"
+                f" the environment was too slow for this problem's size, not the candidate")
 
     def _expect(self, kind: type[T], stage: str, fds: bool = False) -> T:
-        left = max(0.001, (self.deadline_ns - now_ns()) / 1e9)
+        what = "running the input sets" if stage == "correctness" else "timing"
+        self.late(what)
+        left = max(0.001, self.limit_s - self.waited_ns / 1e9)
+        t0 = now_ns()
         try:
             msg, _ = self.link.recv(timeout=left, fds=fds)
         except P.LinkClosed as exc:
+            self.waited_ns += now_ns() - t0
             if "no answer" in str(exc):
-                what = "running the input sets" if stage == "correctness" else "timing"
-                raise CandidateFault(stage, f"the candidate timed out after {self.limit_s:.0f} s while {what}"
-                                     " (an endless loop or kernel?); its process group was killed") from None
+                raise CandidateFault(stage, f"the candidate timed out after {self.limit_s:.0f} s of its calls while {what}"
+                                     f" (an endless loop or kernel?; the judge's own work in between, {self.own_s():.0f} s,"
+                                     " is not counted); its process group was killed") from None
             raise CandidateFault(stage, str(exc), gone=True) from None
+        self.waited_ns += now_ns() - t0
         if isinstance(msg, P.Failed):
             raise CandidateFault(msg.stage, msg.message, msg.flag)
         if not isinstance(msg, kind):

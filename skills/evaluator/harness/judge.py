@@ -35,7 +35,14 @@ from skills.evaluator.harness.compare import (
     compare_output,
     reduction_length,
 )
-from skills.evaluator.harness.driver import CandidateFault, Driver, Echo, loop_plan, warm_mean
+from skills.evaluator.harness.driver import (
+    CandidateFault,
+    Driver,
+    Echo,
+    JudgeLate,
+    loop_plan,
+    warm_mean,
+)
 from skills.evaluator.harness.exchange import draw_inputs, to_device
 from skills.evaluator.harness.memory import SLICE_TERM, batch_rows, slice_rows, too_big
 from skills.evaluator.harness.peak import Peak, model_bytes
@@ -183,6 +190,25 @@ class _OwnCpu:
         return P.ThreadReport(waited_ns=self.waited, others_ns=self.others, idle_cpu_ns=self.idle_cpu,
                               idle_ns=self.idle_ns, unseen_ns=max(0, total - self.seen_root) if total is not None else 0,
                               cpu_ns=total or 0, threads=self.threads, cores=cores)
+
+
+@contextlib.contextmanager
+def _late_blame(own: _OwnCpu | None) -> Iterator[None]:
+    """A timed loop in which the judge's own work ran late (JudgeLate) is the environment's fault,
+    unless the candidate's threads worked between its calls meanwhile: a candidate that keeps the
+    machine busy to slow the judge's draws and checks past their limit (and so turn its own -1
+    into an unscored round) is flagged for that work instead."""
+    try:
+        yield
+    except JudgeLate as exc:
+        if own is None or not own.ok:
+            raise
+        from skills.evaluator.timing_checks import idle_work_flags  # the judge needs it only here
+
+        flags = idle_work_flags(own.idle_cpu, own.idle_ns, "between the timed calls, while the judge worked")
+        if not flags:
+            raise
+        raise CandidateFault("timing", f"{flags[0].detail} ({exc})", flags[0]) from None
 
 
 def planned_sets(loaded: LoadedProblem, hold: int, shape_check: bool) -> int:
@@ -496,7 +522,7 @@ class Judge:
         kernel that hard-codes a larger shape then faults instead of writing into other memory."""
         self.parts = Parts()
         self.driver = drv = Driver(link, self.device, req.timing)
-        drv.within(req.limit_s)
+        drv.within(req.limit_s, req.own_limit_s)
         flags: list[Flag] = []
         results: dict[int, SetResult] = {}
         n = self.start.n_sets
@@ -516,6 +542,7 @@ class Judge:
                 refs = self._references(self.model, self.model64, inputs)
             results[k] = self._check_one(drv, 0, inputs, refs, k, flags)
             del inputs, refs
+        self.parts.seconds["waiting for the candidate"] = drv.waited_ns / 1e9
         return P.CheckReport(nonce=self.start.nonce, sets=[results[k] for k in sorted(results)], flags=dedupe_flags(flags),
                              seconds=self.parts.seconds)
 
@@ -536,7 +563,7 @@ class Judge:
         subset of them checked whole; then caller calls, probes and the profiler."""
         drv = self.driver
         assert drv is not None, "timing before correctness"
-        drv.within(req.limit_s)
+        drv.within(req.limit_s, req.own_limit_s)
         parts = Parts()
         rng = random.Random(P.derive_seed(self.start.seed, TIMED_SEEDS + req.round))
         with parts("warm-up"):
@@ -563,7 +590,7 @@ class Judge:
         bad = 0
         first_seq = drv.seq + 1
         spent = {"draw": 0, "hand-over": 0, "call": 0, "check": 0}
-        with parts("timed loop"):
+        with parts("timed loop"), _late_blame(own):
             for i in range(n):
                 t0 = now_ns()
                 # one drawn set at a time (the memory plan counts one): the first goes with its call
@@ -603,8 +630,9 @@ class Judge:
             parts.seconds[f"timed loop: {k}"] = v / 1e9
         samples = P.Samples(per_call_us=events, wall_us=walls, sync_overhead_us=0.0,
                             lead_us=leads if self.device.type == "cuda" and req.timing.lead_us > 0 else [])
-        with parts("after the loop"):
+        with parts("after the loop"), _late_blame(None):
             bad += self._after_loop(drv, req, samples, flags)
+        parts.seconds["waiting for the candidate"] = drv.waited_ns / 1e9
         return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
                             checked_calls=len(checked), bad_calls=bad, sent_ns=sent_ns, back_ns=back_ns,
                             flags=dedupe_flags(flags), seconds=parts.seconds, threads=own.report(),
@@ -794,6 +822,8 @@ def main() -> None:
         chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem refused: {exc}"))
     except ProblemError as exc:
         chan.send(P.WorkerError(nonce=start.nonce, stage="problem", message=f"problem cannot be loaded: {exc}"))
+    except JudgeLate as exc:  # the environment's fault, worded in full (no traceback)
+        chan.send(P.WorkerError(nonce=start.nonce, stage=stage, message=str(exc)))
     except Exception as exc:  # reported to the parent, which turns it into a structured failure
         tb = traceback.format_exc(limit=8)
         chan.send(P.WorkerError(nonce=start.nonce, stage=stage, message=f"{type(exc).__name__}: {exc}\n{tb}"[-4000:]))

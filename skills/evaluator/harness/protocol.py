@@ -175,7 +175,10 @@ class CheckRequest(msgspec.Struct, tag=True, kw_only=True):
     timing: TimingConfig
     """The evaluation's loop settings (the candidate's loop gets them with the arena)."""
     limit_s: float
-    """The candidate must have answered every call by then, or it timed out."""
+    """The candidate's answers may take this long in all (the judge's waits for them), or it timed out."""
+    own_limit_s: float = 0.0
+    """The judge's own work in the stage (sets, references, comparisons) may take this long apart
+    from its waits, or the stage fails as the environment's fault (0: no limit of its own)."""
 
 
 class CheckReport(msgspec.Struct, tag=True, kw_only=True):
@@ -197,7 +200,11 @@ class TimeRequest(msgspec.Struct, tag=True, kw_only=True):
     profile_calls: int
     """Extra calls under the profiler for kernel time and launch accounting (0: none)."""
     limit_s: float
-    """The candidate must have answered every call of the loop by then, or it timed out."""
+    """The candidate's answers in the loop may take this long in all (the judge's waits for them,
+    never its own work between them: drawing sets, references, comparisons), or it timed out."""
+    own_limit_s: float = 0.0
+    """The judge's own work in the loop may take this long apart from its waits, or the loop fails
+    as the environment's fault (0: no limit of its own)."""
     candidate_pid: int | None = None
     """The candidate's process (the parent found it): its run-queue delay is read around each call."""
     candidate_root_pid: int | None = None

@@ -1,0 +1,86 @@
+"""The judge's own work in a timed loop is not the candidate's time (issue: fair work is never
+punished). A problem whose fp64 reference is slow makes every checked call cost the judge 0.4 s;
+a fair kernel answers in microseconds. Before, one wall-clock limit covered the round, so the
+fair kernel read -1 "the candidate timed out while timing" (as the 16384 x 16384 ReLU did on the
+cpu backend at its own size); now its answers alone count against timeout_timing_s, and the
+judge's own work has its own limit, whose overrun is the environment's fault (reward None)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.skills.evaluator.test_evaluate_cpu import RELU_CPP, RELU_PY, MakeWs, run_eval
+from tests.skills.evaluator.test_exploits_cpu import SPINNER_CPP
+
+SLOW_REFERENCE = """\
+import time
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float64:
+            time.sleep(0.4)  # the fp64 reference the judge computes for each checked call
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def slow_problem(tmp_path: Path) -> Path:
+    path = tmp_path / "slow_reference.py"
+    path.write_text(SLOW_REFERENCE)
+    return path
+
+
+def test_a_fair_kernel_is_not_timed_out_by_the_judges_checks(tmp_path: Path, new_workspace: MakeWs,
+                                                             build_cache_dir: Path) -> None:
+    """At least 8 checked calls a round at 0.4 s each: 3.2 s of the judge's own work in a round whose
+    candidate limit is 2 s. The candidate's answers take milliseconds: it is graded."""
+    problem = slow_problem(tmp_path)
+    ws = new_workspace(RELU_PY, {"relu.cpp": RELU_CPP}, problem=problem)
+    r = run_eval(problem, ws, build_cache_dir, mode="final", timeout_timing_s=2.0)
+    assert r.error is None, r.error
+    assert r.correct and r.reward is not None and r.reward >= 0, (r.reward, r.error)
+    parts = r.stages.parts
+    assert parts["judge timed loop: check"] > 2.0  # the judge's own work alone passed the old limit
+    assert parts["judge waiting for the candidate"] < 2.0
+
+
+def test_a_judge_too_slow_for_its_own_limit_is_an_environment_fault(tmp_path: Path, new_workspace: MakeWs,
+                                                                    build_cache_dir: Path) -> None:
+    """The same fair kernel with timeout_judge_s = 1 s: the judge's checks run past their limit.
+    Not the agent's failure: reward None, the cause names the judge's own work and the waits."""
+    problem = slow_problem(tmp_path)
+    ws = new_workspace(RELU_PY, {"relu.cpp": RELU_CPP}, problem=problem)
+    r = run_eval(problem, ws, build_cache_dir, mode="final", timeout_judge_s=1.0)
+    assert r.reward is None, (r.reward, r.error)
+    assert r.environment_fault is not None
+    assert "the judge's own work while timing" in r.environment_fault
+    assert "past its limit of 1 s (timeout_judge_s)" in r.environment_fault
+    assert "for the candidate's answers" in r.environment_fault
+    assert not r.flags
+
+
+def test_a_candidate_that_keeps_the_judge_busy_past_its_limit_is_flagged(tmp_path: Path, new_workspace: MakeWs,
+                                                                         build_cache_dir: Path) -> None:
+    """The cheat the split limits invite (docs/exploits.md row 32): a kernel keeps a thread spinning
+    between its calls so that the judge's draws and checks run past their limit, hoping the round
+    ends unscored (None) rather than at its -1. The judge read that thread's CPU between the calls
+    from /proc: the late round is the candidate's, flagged background_work, reward -1."""
+    problem = slow_problem(tmp_path)
+    ws = new_workspace(RELU_PY, {"relu.cpp": SPINNER_CPP}, problem=problem)
+    # the static checks would refuse the thread before any timing: this is the runtime defence behind them
+    r = run_eval(problem, ws, build_cache_dir, mode="final", timeout_judge_s=1.0, static_checks=False)
+    assert r.reward == -1.0, (r.reward, r.error, r.environment_fault)
+    assert r.environment_fault is None
+    assert "background_work" in {f.name for f in r.flags}, r.flags
+    assert "while the judge worked" in (r.error or "") + " ".join(f.detail for f in r.flags)
