@@ -161,6 +161,13 @@ class BenchRow(msgspec.Struct, kw_only=True):
     workers_seconds: float | None = None
     """Starting the final evaluation's workers up to the candidate's import (a load_inline build
     counts here: a cold one is ~60 s, a seeded one seconds)."""
+    correctness_seconds: float | None = None
+    """The final evaluation's correctness stage (hand-over, the candidate's calls, comparisons)."""
+    timing_seconds: float | None = None
+    """Its candidate's timed rounds (the judge's draws and checks inside them included)."""
+    baselines_seconds: float | None = None
+    """Its baselines' timed loops, paired with the candidate's rounds (torch.compile's cold start
+    included; 0 or None when cached): with the three above, where a row's time goes."""
     extension_cache_hit: bool = False
     """The final evaluation's load_inline build was seeded from the parent's cache (skills/evaluator/ext_cache.py)."""
     prebuild_seconds: float | None = None
@@ -223,7 +230,9 @@ def row_from_result(result: EvalResult, *, problem: str, problem_id: str, level:
         reward=result.reward, passed=fault is None and not reward.failed(result), compiled=result.compiled,
         correct=result.correct, fault=fault, error=_first_line(result.error), flags=[f.name for f in result.flags],
         seconds=seconds, gpu=result.gpu, torch_version=result.torch_version or None,
-        workers_seconds=result.stages.workers_ready, extension_cache_hit=ext_cache.SEED_PART in result.stages.parts,
+        workers_seconds=result.stages.workers_ready, correctness_seconds=result.stages.correctness,
+        timing_seconds=result.stages.timing, baselines_seconds=result.stages.baselines,
+        extension_cache_hit=ext_cache.SEED_PART in result.stages.parts,
         **fields)  # type: ignore[arg-type]
 
 

@@ -107,6 +107,11 @@ def test_solutions_give_a_row_of_each_kind(graded: Path) -> None:
     # each graded row keeps its wait for the one cpu slot apart from its own seconds; a missing one never waited
     assert all(isinstance(r["queued_seconds"], float) and r["queued_seconds"] >= 0 for r in (relu, swish, huge))
     assert rms["queued_seconds"] is None
+    # where a row's time went: the final evaluation's stages, each within the row's own seconds
+    stages = [relu[k] for k in ("workers_seconds", "correctness_seconds", "timing_seconds", "baselines_seconds")]
+    assert all(isinstance(t, float) and t >= 0 for t in stages), stages
+    assert sum(stages) <= relu["seconds"]  # type: ignore[operator]
+    assert swish["timing_seconds"] is None  # flagged at its static checks: no stage past them ran
     # Memory: ModelNew's footprint and eager's, measured outside the candidate (compile was not timed).
     used, eager, limit = relu["candidate_call_bytes"], relu["eager_bytes"], relu["limit_bytes"]
     assert isinstance(used, int) and isinstance(eager, int) and eager > 0 and relu["compile_bytes"] is None, relu
