@@ -25,6 +25,7 @@ from skills.evaluator.precision_code import declares_tf32, scan_build
 from skills.evaluator.quota import DiskQuota
 from skills.evaluator.results import MemoryUse, Stage
 from skills.evaluator.rounds import calls_window, candidate_round, from_judge, paired_rounds
+from skills.evaluator.schedstat import worker_pid
 from skills.evaluator.sharing import SharingWatch, check_sharing, off_without_boundary
 from skills.evaluator.state import EvalState, environment_fault
 from skills.evaluator.workers import Worker, WorkerFailed
@@ -185,8 +186,10 @@ async def _stages(judge: Worker, cand: Worker, problem: Path, built: BuildResult
                                judge_reserve_bytes=ready.reserve_bytes if cfg.backend == "cuda" else None))
     init = await cand.expect(P.CandReady, cfg.timeout_run_s, "building ModelNew")
     with calls_window(state):
+        pid = await anyio.to_thread.run_sync(worker_pid, cand.proc.pid)
         await judge.send(P.CheckRequest(nonce=nonce, timing=cfg.timing, limit_s=cfg.timeout_run_s,
-                                        own_limit_s=cfg.timeout_judge_s))
+                                        own_limit_s=cfg.timeout_judge_s, candidate_pid=pid,
+                                        candidate_root_pid=cand.proc.pid))
         report = await from_judge(judge, cand, P.CheckReport, cfg.timeout_run_s + cfg.timeout_judge_s,
                                   "running the input sets")
     state.sets = report.sets

@@ -193,11 +193,11 @@ class _OwnCpu:
 
 
 @contextlib.contextmanager
-def _late_blame(own: _OwnCpu | None) -> Iterator[None]:
-    """A timed loop in which the judge's own work ran late (JudgeLate) is the environment's fault,
+def _late_blame(own: _OwnCpu | None, stage: str = "timing") -> Iterator[None]:
+    """A stage in which the judge's own work ran late (JudgeLate) is the environment's fault,
     unless the candidate's threads worked between its calls meanwhile: a candidate that keeps the
     machine busy to slow the judge's draws and checks past their limit (and so turn its own -1
-    into an unscored round) is flagged for that work instead."""
+    into an unscored stage) is flagged for that work instead."""
     try:
         yield
     except JudgeLate as exc:
@@ -205,10 +205,11 @@ def _late_blame(own: _OwnCpu | None) -> Iterator[None]:
             raise
         from skills.evaluator.timing_checks import idle_work_flags  # the judge needs it only here
 
-        flags = idle_work_flags(own.idle_cpu, own.idle_ns, "between the timed calls, while the judge worked")
+        calls = "timed calls" if stage == "timing" else "correctness calls"
+        flags = idle_work_flags(own.idle_cpu, own.idle_ns, f"between the {calls}, while the judge worked")
         if not flags:
             raise
-        raise CandidateFault("timing", f"{flags[0].detail} ({exc})", flags[0]) from None
+        raise CandidateFault(stage, f"{flags[0].detail} ({exc})", flags[0]) from None
 
 
 def planned_sets(loaded: LoadedProblem, hold: int, shape_check: bool) -> int:
@@ -523,35 +524,43 @@ class Judge:
         self.parts = Parts()
         self.driver = drv = Driver(link, self.device, req.timing)
         drv.within(req.limit_s, req.own_limit_s)
+        # the candidate's threads between its calls, read from /proc: only a late stage asks (_late_blame)
+        own = _OwnCpu(TreeClock.open(req.candidate_pid, req.candidate_root_pid), req.candidate_pid)
         flags: list[Flag] = []
         results: dict[int, SetResult] = {}
         n = self.start.n_sets
-        if self.shape_refs:
-            with self.parts("hand-over"):
-                drv.offer(1, self.shape_inputs, [r.r for r in self.shape_refs], model=int(self.shape_own_model))
-            results[n] = self._check_one(drv, 1, self.shape_inputs, self.shape_refs, n, flags)
-            results[n].sizes = self.shape_sizes
-        with self.parts("hand-over"):
-            drv.offer(0, self.sets[0], [r.r for r in self.refs[0]])
-        for k in range(self.start.n_sets):
-            if k < len(self.sets):
-                results[k] = self._check_one(drv, 0, self.sets[k], self.refs[k], k, flags)
-                continue
-            with self.parts("streamed sets"):  # drawn again (same seed), referenced, checked, freed
-                inputs = self._draw(k)
-                refs = self._references(self.model, self.model64, inputs)
-            results[k] = self._check_one(drv, 0, inputs, refs, k, flags)
-            del inputs, refs
+        try:
+            with _late_blame(own, "correctness"):
+                if self.shape_refs:
+                    with self.parts("hand-over"):
+                        drv.offer(1, self.shape_inputs, [r.r for r in self.shape_refs], model=int(self.shape_own_model))
+                    results[n] = self._check_one(drv, 1, self.shape_inputs, self.shape_refs, n, flags, own)
+                    results[n].sizes = self.shape_sizes
+                with self.parts("hand-over"):
+                    drv.offer(0, self.sets[0], [r.r for r in self.refs[0]])
+                for k in range(self.start.n_sets):
+                    if k < len(self.sets):
+                        results[k] = self._check_one(drv, 0, self.sets[k], self.refs[k], k, flags, own)
+                        continue
+                    with self.parts("streamed sets"):  # drawn again (same seed), referenced, checked, freed
+                        inputs = self._draw(k)
+                        refs = self._references(self.model, self.model64, inputs)
+                    results[k] = self._check_one(drv, 0, inputs, refs, k, flags, own)
+                    del inputs, refs
+        finally:
+            own.close()
         self.parts.seconds["waiting for the candidate"] = drv.waited_ns / 1e9
         return P.CheckReport(nonce=self.start.nonce, sets=[results[k] for k in sorted(results)], flags=dedupe_flags(flags),
                              seconds=self.parts.seconds)
 
     def _check_one(self, drv: Driver, group: int, inputs: list[Any], refs: list[Reference], k: int,
-                   flags: list[Flag]) -> SetResult:
+                   flags: list[Flag], own: _OwnCpu) -> SetResult:
         with self.parts("hand-over"):
             drv.put(group, inputs)
         with self.parts("calls"):
+            own.before()
             called, _, _ = drv.call(group, inputs, watch="ops", stage="correctness")
+            own.after()
         flags += called.flags
         with self.parts("compare"):
             errs = drv.check(group, called, inputs, refs, k, f"(input set {k})", flags)

@@ -179,6 +179,10 @@ class CheckRequest(msgspec.Struct, tag=True, kw_only=True):
     own_limit_s: float = 0.0
     """The judge's own work in the stage (sets, references, comparisons) may take this long apart
     from its waits, or the stage fails as the environment's fault (0: no limit of its own)."""
+    candidate_pid: int | None = None
+    """The candidate's process: its threads' CPU between the calls is read (a late stage's blame)."""
+    candidate_root_pid: int | None = None
+    """The outermost process of the candidate's sandbox (every task below it is the candidate's)."""
 
 
 class CheckReport(msgspec.Struct, tag=True, kw_only=True):

@@ -84,3 +84,22 @@ def test_a_candidate_that_keeps_the_judge_busy_past_its_limit_is_flagged(tmp_pat
     assert r.environment_fault is None
     assert "background_work" in {f.name for f in r.flags}, r.flags
     assert "while the judge worked" in (r.error or "") + " ".join(f.detail for f in r.flags)
+
+
+def test_a_late_correctness_stage_is_blamed_like_a_late_round(tmp_path: Path, new_workspace: MakeWs,
+                                                              build_cache_dir: Path) -> None:
+    """The same in the correctness stage, where the judge's own work is the streamed sets' references
+    (held_sets = 1: sets 1 and 2 are drawn again and referenced there, 0.4 s each): the fair kernel's
+    late stage is not scored (None); the spinner's is flagged background_work (-1)."""
+    problem = slow_problem(tmp_path)
+    fair = run_eval(problem, new_workspace(RELU_PY, {"relu.cpp": RELU_CPP}, problem=problem), build_cache_dir,
+                    mode="final", timeout_judge_s=0.5, held_sets=1)
+    assert fair.reward is None and fair.environment_fault is not None, (fair.reward, fair.error)
+    assert "the judge's own work while running the input sets" in fair.environment_fault
+    assert fair.stage == "correctness" and not fair.flags
+    busy = run_eval(problem, new_workspace(RELU_PY, {"relu.cpp": SPINNER_CPP}, problem=problem), build_cache_dir,
+                    mode="final", timeout_judge_s=0.5, held_sets=1, static_checks=False)
+    assert busy.reward == -1.0 and busy.environment_fault is None, (busy.reward, busy.error)
+    assert busy.stage == "correctness"
+    assert "background_work" in {f.name for f in busy.flags}, busy.flags
+    assert "between the correctness calls, while the judge worked" in " ".join(f.detail for f in busy.flags)
