@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.skills.evaluator.test_evaluate_cpu import RELU_CPP, RELU_PY, MakeWs, run_eval
-from tests.skills.evaluator.test_exploits_cpu import SPINNER_CPP
 
 SLOW_REFERENCE = """\
 import time
@@ -35,6 +34,25 @@ def get_init_inputs():
 """
 
 
+# The cheat: spinning threads started on the first call, working between the calls while the judge
+# works. Four of them (row 31's fixture has one): on a loaded 2-core box they still take far more than
+# BACKGROUND_FRACTION of the time between the calls, so the verdict does not hang on the box's load.
+SPINNERS_CPP = """\
+#include "kagent.h"
+#include <atomic>
+#include <thread>
+static std::atomic<long> spins{0};
+KAGENT_EXPORT void relu(const float* x, float* y, int64_t n) {
+  static bool started = false;
+  if (!started) {
+    started = true;
+    for (int t = 0; t < 4; ++t) std::thread([] { for (;;) spins.fetch_add(1, std::memory_order_relaxed); }).detach();
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+"""
+
+
 def slow_problem(tmp_path: Path) -> Path:
     path = tmp_path / "slow_reference.py"
     path.write_text(SLOW_REFERENCE)
@@ -52,7 +70,8 @@ def test_a_fair_kernel_is_not_timed_out_by_the_judges_checks(tmp_path: Path, new
     assert r.correct and r.reward is not None and r.reward >= 0, (r.reward, r.error)
     parts = r.stages.parts
     assert parts["judge timed loop: check"] > 2.0  # the judge's own work alone passed the old limit
-    assert parts["judge waiting for the candidate"] < 2.0
+    # its waits for the candidate (summed over the rounds and the correctness stage) are a small share
+    assert parts["judge waiting for the candidate"] < parts["judge timed loop: check"]
 
 
 def test_a_judge_too_slow_for_its_own_limit_is_an_environment_fault(tmp_path: Path, new_workspace: MakeWs,
@@ -77,7 +96,7 @@ def test_a_candidate_that_keeps_the_judge_busy_past_its_limit_is_flagged(tmp_pat
     ends unscored (None) rather than at its -1. The judge read that thread's CPU between the calls
     from /proc: the late round is the candidate's, flagged background_work, reward -1."""
     problem = slow_problem(tmp_path)
-    ws = new_workspace(RELU_PY, {"relu.cpp": SPINNER_CPP}, problem=problem)
+    ws = new_workspace(RELU_PY, {"relu.cpp": SPINNERS_CPP}, problem=problem)
     # the static checks would refuse the thread before any timing: this is the runtime defence behind them
     r = run_eval(problem, ws, build_cache_dir, mode="final", timeout_judge_s=1.0, static_checks=False)
     assert r.reward == -1.0, (r.reward, r.error, r.environment_fault)
@@ -97,7 +116,7 @@ def test_a_late_correctness_stage_is_blamed_like_a_late_round(tmp_path: Path, ne
     assert fair.reward is None and fair.environment_fault is not None, (fair.reward, fair.error)
     assert "the judge's own work while running the input sets" in fair.environment_fault
     assert fair.stage == "correctness" and not fair.flags
-    busy = run_eval(problem, new_workspace(RELU_PY, {"relu.cpp": SPINNER_CPP}, problem=problem), build_cache_dir,
+    busy = run_eval(problem, new_workspace(RELU_PY, {"relu.cpp": SPINNERS_CPP}, problem=problem), build_cache_dir,
                     mode="final", timeout_judge_s=0.5, held_sets=1, static_checks=False)
     assert busy.reward == -1.0 and busy.environment_fault is None, (busy.reward, busy.error)
     assert busy.stage == "correctness"
