@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 
@@ -131,6 +132,24 @@ def _in_all(invocations: list[BenchInvocation]) -> list[str]:
     return [f"- in all: {rows} rows graded in {seconds:.0f} s of wall time over {len(counted)} invocations{rate}"]
 
 
+def _stage_times(rows: Sequence[BenchRow]) -> list[str]:
+    """Where a row's time goes: the median of each stage of the final evaluations over the rows that
+    record it (rows of older results have none), beside the median row."""
+    stages = [("workers", "workers_seconds"), ("correctness", "correctness_seconds"),
+              ("timing", "timing_seconds"), ("baselines", "baselines_seconds")]
+    graded = [r for r in rows if r.timing_seconds is not None]
+    if not graded:
+        return []
+    parts = []
+    for name, field in stages:
+        got = [v for r in graded if (v := getattr(r, field)) is not None]
+        if got:
+            parts.append(f"{name} {statistics.median(got):.1f} s")
+    whole = statistics.median(r.seconds for r in graded)
+    return [f"- time by stage (median over the {len(graded)} timed rows that record it): {', '.join(parts)};"
+            f" the median row {whole:.1f} s"]
+
+
 def render(bench: BenchFile) -> str:
     """The whole table.md."""
     run = bench.run
@@ -145,6 +164,7 @@ def render(bench: BenchFile) -> str:
            f" Python {run.python}; kagent {run.kagent_commit or '?'}; host {run.host}",
            f"- {run.attempts} attempt(s) per problem; command: `{run.command}`",
            *[_invocation(i, s, run.kagent_commit) for i, s in enumerate(run.invocations)], *_in_all(run.invocations),
+           *_stage_times(bench.rows),
            "- pass: compiled, correct and unflagged, over graded rows (faults are not graded; a missing"
            " solution is a failure). faster than: judged on the speedup's 95% interval with the reward's"
            " margin. geomean: over passed, timed rows. fast_p: passed with speedup > p, over graded rows.",

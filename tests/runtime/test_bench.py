@@ -112,6 +112,8 @@ def test_solutions_give_a_row_of_each_kind(graded: Path) -> None:
     assert all(isinstance(t, float) and t >= 0 for t in stages), stages
     assert sum(stages) <= relu["seconds"]  # type: ignore[operator]
     assert swish["timing_seconds"] is None  # flagged at its static checks: no stage past them ran
+    line = next(x for x in (graded / "table.md").read_text().splitlines() if x.startswith("- time by stage"))
+    assert "(median over the 1 timed rows that record it): workers " in line and ", baselines " in line, line
     # Memory: ModelNew's footprint and eager's, measured outside the candidate (compile was not timed).
     used, eager, limit = relu["candidate_call_bytes"], relu["eager_bytes"], relu["limit_bytes"]
     assert isinstance(used, int) and isinstance(eager, int) and eager > 0 and relu["compile_bytes"] is None, relu
