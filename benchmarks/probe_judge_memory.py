@@ -33,6 +33,7 @@ from skills.evaluator.evaluate import evaluate  # noqa: E402
 from skills.evaluator.harness import memory  # noqa: E402
 from skills.evaluator.harness.judge import planned_sets  # noqa: E402
 from skills.evaluator.problem import load_problem  # noqa: E402
+from skills.evaluator.rss import status  # noqa: E402
 
 GIB = 2**30
 JUDGE = b"skills.evaluator.harness.judge"
@@ -62,14 +63,11 @@ class Watch:
         while not self.stop.is_set():
             live = live or self._judges()  # /proc is scanned only while no judge is known
             for pid in list(live):
-                try:
-                    status = Path(f"/proc/{pid}/status").read_text()
-                except OSError:  # it exited: look for the next one
+                st = status(pid)
+                if not st:  # it exited: look for the next one
                     live.remove(pid)
                     continue
-                for line in status.splitlines():
-                    if line.startswith("VmHWM:"):
-                        self.peak[pid] = max(self.peak.get(pid, 0), int(line.split()[1]) * 1024)
+                self.peak[pid] = max(self.peak.get(pid, 0), st.get("VmHWM", 0))
             time.sleep(0.005)
 
     def __enter__(self) -> Watch:

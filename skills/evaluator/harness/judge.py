@@ -529,26 +529,23 @@ class Judge:
         flags: list[Flag] = []
         results: dict[int, SetResult] = {}
         n = self.start.n_sets
-        try:
-            with _late_blame(own, "correctness"):
-                if self.shape_refs:
-                    with self.parts("hand-over"):
-                        drv.offer(1, self.shape_inputs, [r.r for r in self.shape_refs], model=int(self.shape_own_model))
-                    results[n] = self._check_one(drv, 1, self.shape_inputs, self.shape_refs, n, flags, own)
-                    results[n].sizes = self.shape_sizes
+        with contextlib.closing(own), _late_blame(own, "correctness"):
+            if self.shape_refs:
                 with self.parts("hand-over"):
-                    drv.offer(0, self.sets[0], [r.r for r in self.refs[0]])
-                for k in range(self.start.n_sets):
-                    if k < len(self.sets):
-                        results[k] = self._check_one(drv, 0, self.sets[k], self.refs[k], k, flags, own)
-                        continue
-                    with self.parts("streamed sets"):  # drawn again (same seed), referenced, checked, freed
-                        inputs = self._draw(k)
-                        refs = self._references(self.model, self.model64, inputs)
-                    results[k] = self._check_one(drv, 0, inputs, refs, k, flags, own)
-                    del inputs, refs
-        finally:
-            own.close()
+                    drv.offer(1, self.shape_inputs, [r.r for r in self.shape_refs], model=int(self.shape_own_model))
+                results[n] = self._check_one(drv, 1, self.shape_inputs, self.shape_refs, n, flags, own)
+                results[n].sizes = self.shape_sizes
+            with self.parts("hand-over"):
+                drv.offer(0, self.sets[0], [r.r for r in self.refs[0]])
+            for k in range(self.start.n_sets):
+                if k < len(self.sets):
+                    results[k] = self._check_one(drv, 0, self.sets[k], self.refs[k], k, flags, own)
+                    continue
+                with self.parts("streamed sets"):  # drawn again (same seed), referenced, checked, freed
+                    inputs = self._draw(k)
+                    refs = self._references(self.model, self.model64, inputs)
+                results[k] = self._check_one(drv, 0, inputs, refs, k, flags, own)
+                del inputs, refs
         self.parts.seconds["waiting for the candidate"] = drv.waited_ns / 1e9
         return P.CheckReport(nonce=self.start.nonce, sets=[results[k] for k in sorted(results)], flags=dedupe_flags(flags),
                              seconds=self.parts.seconds)
@@ -639,7 +636,7 @@ class Judge:
             parts.seconds[f"timed loop: {k}"] = v / 1e9
         samples = P.Samples(per_call_us=events, wall_us=walls, sync_overhead_us=0.0,
                             lead_us=leads if self.device.type == "cuda" and req.timing.lead_us > 0 else [])
-        with parts("after the loop"), _late_blame(None):
+        with parts("after the loop"):
             bad += self._after_loop(drv, req, samples, flags)
         parts.seconds["waiting for the candidate"] = drv.waited_ns / 1e9
         return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
