@@ -636,7 +636,9 @@ class Judge:
             parts.seconds[f"timed loop: {k}"] = v / 1e9
         samples = P.Samples(per_call_us=events, wall_us=walls, sync_overhead_us=0.0,
                             lead_us=leads if self.device.type == "cuda" and req.timing.lead_us > 0 else [])
-        with parts("after the loop"):
+        # a judge late after the loop is blamed on the loop's evidence: a spinner between the timed
+        # calls must not escape by the limit falling on the probes' comparisons instead of a check
+        with parts("after the loop"), _late_blame(own):
             bad += self._after_loop(drv, req, samples, flags)
         parts.seconds["waiting for the candidate"] = drv.waited_ns / 1e9
         return P.TimeReport(nonce=self.start.nonce, samples=samples, first_seq=first_seq,
