@@ -763,19 +763,6 @@ class ProblemRefused(Exception):
     """The problem cannot be graded fairly (degenerate output)."""
 
 
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """While the judge drives the candidate's calls, its own torch ops (writing inputs, the flush,
-    comparisons) run on one thread: a pool of the judge's OpenMP workers spinning after each op
-    would take cores from the candidate's call on the cpu."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
-
-
 STAGE_OF: dict[type, str] = {P.CheckRequest: "correctness", P.TimeRequest: "timing", P.YardstickRequest: "timing",
                              P.BaselineRequest: "baseline"}
 
@@ -818,11 +805,7 @@ def main() -> None:
                 continue
             stage = STAGE_OF.get(type(msg), stage)
             try:
-                if isinstance(msg, P.CheckRequest | P.TimeRequest | P.YardstickRequest):
-                    with one_thread():
-                        _serve(judge, msg, chan, link)
-                else:
-                    _serve(judge, msg, chan, link)
+                _serve(judge, msg, chan, link)
             except CandidateFault as exc:
                 chan.send(P.WorkerError(nonce=start.nonce, stage=exc.stage, message=str(exc), flag=exc.flag, candidate=True,
                                         gone=exc.gone))
