@@ -201,6 +201,10 @@ def _late_blame(own: _OwnCpu | None, stage: str = "timing") -> Iterator[None]:
     try:
         yield
     except JudgeLate as exc:
+        if own is not None:
+            # the stretch since the last answer, in which the judge went past its limit, is between
+            # calls too (a judge late on a comparison had not read it: the spinner's CPU there was lost)
+            own.before()
         if own is None or not own.ok:
             raise
         from skills.evaluator.timing_checks import idle_work_flags  # the judge needs it only here
@@ -572,11 +576,17 @@ class Judge:
         drv.within(req.limit_s, req.own_limit_s)
         parts = Parts()
         rng = random.Random(P.derive_seed(self.start.seed, TIMED_SEEDS + req.round))
-        with parts("warm-up"):
-            mean, per_call = self._warm_up(drv, req.timing)
-        began = now_ns()
-        first = [self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND)]
-        draw_us = (now_ns() - began) / 1e3
+        # The warm-up and the first draw are the judge's own work too: a judge late there is blamed
+        # on the candidate's threads' CPU between the warm-up calls, read apart from the timed loop's
+        # (whose per-call reads the clock check uses). A spinner started at the first correctness call
+        # escaped to an unscored round when the limit fell here (on a loaded 2-core box, 2026-12-07).
+        warm = _OwnCpu(TreeClock.open(req.candidate_pid, req.candidate_root_pid), req.candidate_pid)
+        with contextlib.closing(warm), _late_blame(warm):
+            with parts("warm-up"):
+                mean, per_call = self._warm_up(drv, req.timing, warm)
+            began = now_ns()
+            first = [self._draw(TIMED_SEEDS + req.round * CALLS_PER_ROUND)]
+            draw_us = (now_ns() - began) / 1e3
         # The candidate's threads, read from outside around each call (skills/evaluator/schedstat.py): two
         # reads a call, which the loop's wall budget counts (slower under a virtualised /proc).
         clock = TreeClock.open(req.candidate_pid, req.candidate_root_pid)
@@ -646,10 +656,11 @@ class Judge:
                             flags=dedupe_flags(flags), seconds=parts.seconds, threads=own.report(),
                             judge_waited_ns=judge_waited or [])
 
-    def _warm_up(self, drv: Driver, timing: P.TimingConfig) -> tuple[float, float]:
+    def _warm_up(self, drv: Driver, timing: P.TimingConfig, own: _OwnCpu) -> tuple[float, float]:
         """Untimed calls like the timed ones, until warmup_calls and warmup_seconds (at most 10x
         the calls); the mean wall us of the later half (bounded by the judge's own clock), and
-        the judge's wall us per call there (hand-over and hops included)."""
+        the judge's wall us per call there (hand-over and hops included). `own` reads the
+        candidate's threads around each call (their CPU between calls blames a late judge)."""
         walls: list[float] = []
         rounds: list[float] = []
         began = now_ns()
@@ -658,7 +669,9 @@ class Judge:
             inputs = self.sets[i % len(self.sets)]
             t0 = now_ns()
             drv.put(0, inputs)
+            own.before()
             called, sent, back = drv.call(0, inputs)
+            own.after()
             rounds.append((now_ns() - t0) / 1e3)
             walls.append(min(max(called.wall_us, 0.0), (back - sent) / 1e3))
             i += 1

@@ -108,8 +108,14 @@ def test_each_stage_starts_its_own_budget() -> None:
 class Own:
     """_OwnCpu's counts as the judge read them from /proc: the candidate's CPU between its calls."""
 
-    def __init__(self, idle_cpu_s: float, idle_s: float, ok: bool = True) -> None:
+    def __init__(self, idle_cpu_s: float, idle_s: float, ok: bool = True, since_answer: tuple[float, float] = (0.0, 0.0)) -> None:
         self.idle_cpu, self.idle_ns, self.ok = int(idle_cpu_s * 1e9), int(idle_s * 1e9), ok
+        self.since_answer = since_answer
+
+    def before(self) -> None:
+        """The reading _late_blame takes when the judge runs late: the stretch since the last answer."""
+        self.idle_cpu += int(self.since_answer[0] * 1e9)
+        self.idle_ns += int(self.since_answer[1] * 1e9)
 
 
 def late() -> JudgeLate:
@@ -132,6 +138,17 @@ def test_a_late_judge_beside_a_busy_candidate_is_the_candidates_fault() -> None:
     assert "while the judge worked" in str(caught.value) and "past its limit of 900 s" in str(caught.value)
 
 
+def test_a_judge_late_after_the_last_answer_reads_that_stretch_too() -> None:
+    """The judge went past its limit on a comparison after an answer, before its next call: the
+    candidate's CPU in that stretch is between calls too. Read only at the next call, it was lost,
+    and a spinner's late stage went unscored (seen in the correctness stage on a loaded box)."""
+    with pytest.raises(CandidateFault) as caught, _late_blame(Own(0.0, 0.0, since_answer=(8.0, 10.0))):  # type: ignore[arg-type]
+        raise late()
+    assert caught.value.flag is not None and caught.value.flag.name == "background_work"
+    with pytest.raises(JudgeLate), _late_blame(Own(0.0, 0.0, since_answer=(0.001, 10.0))):  # type: ignore[arg-type]
+        raise late()
+
+
 def test_a_late_judge_without_a_view_of_the_candidate_is_the_environments_fault() -> None:
     """No /proc reading of the candidate (own.ok false), or a stage without one (after the loop)."""
     with pytest.raises(JudgeLate), _late_blame(Own(8.0, 10.0, ok=False)):  # type: ignore[arg-type]
@@ -143,4 +160,6 @@ def test_a_late_judge_without_a_view_of_the_candidate_is_the_environments_fault(
 def test_own_cpu_type_is_what_late_blame_reads() -> None:
     """The fake above stands for _OwnCpu: the fields _late_blame reads exist there with these names."""
     real = _OwnCpu(None, None)
+    assert (real.idle_cpu, real.idle_ns, real.ok) == (0, 0, False)
+    real.before()  # without a view of the candidate: reads nothing, stays not ok
     assert (real.idle_cpu, real.idle_ns, real.ok) == (0, 0, False)
