@@ -149,6 +149,7 @@ class _OwnCpu:
         self.idle_cpu = self.idle_ns = self.seen_root = 0
         self.threads = len(self.first.tasks) if self.first else 0
         self.ok = self.first is not None
+        self.in_call = self.closed = False
 
     def _read(self, since: TreeSample | None) -> TreeSample | None:
         """The tree now, or None (and no report) once a read fails or there is nothing to diff."""
@@ -156,14 +157,20 @@ class _OwnCpu:
         self.ok = self.ok and s is not None
         return s
 
-    def before(self) -> None:
+    def _between(self) -> TreeSample | None:
+        """Counts the stretch since the last answer (or the first read) as between calls; the read."""
         s = self._read(self.prev)
         if s is None or self.prev is None:
-            return
+            return None
         self.idle_cpu += cpu_between(self.prev, s, main=self.pid)
         self.idle_ns += s.t_ns - self.prev.t_ns
         self.seen_root += cpu_between(self.prev, s, only=self.pid)
-        self.start = s
+        return s
+
+    def before(self) -> None:
+        s = self._between()
+        if s is not None:
+            self.start, self.in_call = s, True
 
     def after(self) -> None:
         s = self._read(self.start)
@@ -173,9 +180,19 @@ class _OwnCpu:
         self.others.append(cpu_between(self.start, s, main=self.pid))
         self.seen_root += cpu_between(self.start, s, only=self.pid)
         self.threads = max(self.threads, len(s.tasks))
-        self.prev = s
+        self.prev, self.in_call = s, False
+
+    def settle(self) -> None:
+        """When the judge runs late: the stretch since the last answer, if no reading has counted it
+        (the judge learns it is late as it waits for an answer, and a wait that follows no before(),
+        such as an offer's, left it unread). Nothing while a call's request is out (before() read up
+        to it) nor once closed (a stage after the loop is judged on the loop's evidence alone: its
+        own calls' CPU is not between calls)."""
+        if not self.in_call and not self.closed:
+            self.prev = self._between() or self.prev
 
     def close(self) -> None:
+        self.closed = True
         if self.clock is not None:
             self.clock.close()
 
@@ -202,9 +219,7 @@ def _late_blame(own: _OwnCpu | None, stage: str = "timing") -> Iterator[None]:
         yield
     except JudgeLate as exc:
         if own is not None:
-            # the stretch since the last answer, in which the judge went past its limit, is between
-            # calls too (a judge late on a comparison had not read it: the spinner's CPU there was lost)
-            own.before()
+            own.settle()
         if own is None or not own.ok:
             raise
         from skills.evaluator.timing_checks import idle_work_flags  # the judge needs it only here

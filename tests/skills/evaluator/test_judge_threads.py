@@ -46,7 +46,7 @@ MODEL_NEW = CHAIN.split("\n\n\ndef get_inputs")[0].replace("class Model(", "clas
 
 def test_the_problems_own_model_reads_about_1x_eager_on_the_cpu(tmp_path: Path, new_workspace: MakeWs,
                                                                build_cache_dir: Path) -> None:
-    """The same code as candidate and as eager baseline, timed in rounds: about 1x. Before, 6-13x
+    """The same code as candidate and as eager baseline, timed in rounds: about 1x. Before, 19.6x
     (the baseline's VML calls forked threads each time); the bound leaves room for a loaded box,
     whose load slows both sides of a round alike."""
     problem = tmp_path / "tanh_chain.py"

@@ -15,6 +15,7 @@ import torch
 from skills.evaluator.harness import protocol as P
 from skills.evaluator.harness.driver import CandidateFault, Driver, JudgeLate
 from skills.evaluator.harness.judge import _late_blame, _OwnCpu
+from skills.evaluator.schedstat import TreeSample
 
 
 class SlowLink:
@@ -112,7 +113,7 @@ class Own:
         self.idle_cpu, self.idle_ns, self.ok = int(idle_cpu_s * 1e9), int(idle_s * 1e9), ok
         self.since_answer = since_answer
 
-    def before(self) -> None:
+    def settle(self) -> None:
         """The reading _late_blame takes when the judge runs late: the stretch since the last answer."""
         self.idle_cpu += int(self.since_answer[0] * 1e9)
         self.idle_ns += int(self.since_answer[1] * 1e9)
@@ -139,9 +140,9 @@ def test_a_late_judge_beside_a_busy_candidate_is_the_candidates_fault() -> None:
 
 
 def test_a_judge_late_after_the_last_answer_reads_that_stretch_too() -> None:
-    """The judge went past its limit on a comparison after an answer, before its next call: the
-    candidate's CPU in that stretch is between calls too. Read only at the next call, it was lost,
-    and a spinner's late stage went unscored (seen in the correctness stage on a loaded box)."""
+    """The judge learns it is late as it waits for an answer; where that wait follows no reading of
+    its own (the offer of the next group's arena after the shape set's call), the candidate's CPU
+    since the last answer was unread and a spinner's late stage could go unscored. It is read then."""
     with pytest.raises(CandidateFault) as caught, _late_blame(Own(0.0, 0.0, since_answer=(8.0, 10.0))):  # type: ignore[arg-type]
         raise late()
     assert caught.value.flag is not None and caught.value.flag.name == "background_work"
@@ -161,5 +162,35 @@ def test_own_cpu_type_is_what_late_blame_reads() -> None:
     """The fake above stands for _OwnCpu: the fields _late_blame reads exist there with these names."""
     real = _OwnCpu(None, None)
     assert (real.idle_cpu, real.idle_ns, real.ok) == (0, 0, False)
-    real.before()  # without a view of the candidate: reads nothing, stays not ok
+    real.settle()  # without a view of the candidate: reads nothing, stays not ok
     assert (real.idle_cpu, real.idle_ns, real.ok) == (0, 0, False)
+
+
+def test_settle_counts_only_an_unread_stretch_between_calls() -> None:
+    """_OwnCpu.settle, on a fake clock: the stretch since the last answer once (not again, not while a
+    call's request is out, whose time before() already read, and not after close(): the probe calls
+    after the loop are the candidate's calls, so their CPU is not between calls)."""
+
+    class Clock:
+        def __init__(self) -> None:
+            self.t = 0
+
+        def sample(self) -> TreeSample:
+            self.t += 1  # each read 1 s later; the helper thread (7, 8) spins throughout
+            return TreeSample(self.t * 10**9, 0, {(7, 7): 0, (7, 8): self.t * 10**9}, None)
+
+        def close(self) -> None:
+            pass
+
+    own = _OwnCpu(Clock(), 7)  # type: ignore[arg-type]
+    own.settle()  # read at t=2: one second since the first read
+    assert (own.idle_cpu, own.idle_ns) == (10**9, 10**9)
+    own.settle()  # nothing new counted twice: one more second only
+    assert (own.idle_cpu, own.idle_ns) == (2 * 10**9, 2 * 10**9)
+    own.before()  # the request goes out (t=4)
+    own.settle()  # late while the call is in flight: before() has read up to the request
+    assert (own.idle_cpu, own.idle_ns) == (3 * 10**9, 3 * 10**9)
+    own.after()
+    own.close()
+    own.settle()
+    assert (own.idle_cpu, own.idle_ns) == (3 * 10**9, 3 * 10**9)
