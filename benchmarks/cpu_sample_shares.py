@@ -56,7 +56,16 @@ def cases() -> list[tuple[str, Path, Path | str, dict[str, Any]]]:
     out.append(("load_inline relu", RELU, ROOT / "tests" / "fixtures" / "load_inline_relu.py", {}))
     out.append(("cheat when_watched", RELU, WATCHED, {"static_checks": False}))
     out.append(("cheat decoy_slice", RELU, DECOY_SLICE, {"static_checks": False}))
+    # a problem whose calls are all dispatch: the fair kernel's few us are lost among torch's and
+    # Python's (0% agent by share), so the share rule alone cannot tell it from torch's compute
+    out.append(("tiny relu", TINY_RELU, ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu", {}))
+    out.append(("cheat when_watched (tiny relu)", TINY_RELU, WATCHED, {"static_checks": False}))
     return out
+
+
+TINY_RELU = Path(tempfile.mkdtemp(prefix="kagent-tiny-")) / "tiny_relu.py"
+TINY_RELU.write_text(RELU.read_text().replace("M = 8192", "M = 64").replace("N = 8192", "N = 256")
+                     .split("SMALL_SIZES")[0])
 
 
 def workspace(src: Path | str, dest: Path) -> Path:
@@ -89,14 +98,20 @@ def main() -> None:
                 r = anyio.run(functools.partial(evaluate, problem, ws, mode="final", config=cfg, baseline_cache=cache))
                 s = r.cpu_samples
                 row = {"case": name, "repeat": rep, "reward": r.reward, "flags": [f.name for f in r.flags],
-                       "samples": s.total if s else 0, "note": r.cpu_samples_note,
+                       "samples": s.total if s else 0, "calls": s.calls if s else 0, "note": r.cpu_samples_note,
+                       "torch_us_per_call": round(s.us_per_call("torch") or 0, 1) if s else None,
+                       "agent_us_per_call": round(s.us_per_call("agent") or 0, 1) if s else None,
+                       "median_call_us": round(r.candidate.per_call_us.median, 1) if r.candidate else None,
+                       "eager_call_us": round(r.eager.per_call_us.median, 1) if r.eager else None,
                        **{p: round(100 * s.share(p), 1) if s else None
                           for p in ("agent", "torch", "python", "openmp", "other")}}
                 rows.append(row)
                 print(name, rep, row, flush=True)
-    print(table(["case", "reward", "flags", "samples", "agent %", "torch %", "python %", "openmp %", "other %"],
-                [[r["case"], r["reward"], ",".join(r["flags"]) or "-", r["samples"], r["agent"], r["torch"],
-                  r["python"], r["openmp"], r["other"]] for r in rows]))
+    print(table(["case", "reward", "flags", "samples", "calls", "agent %", "torch %", "python %", "openmp %", "other %",
+                 "torch us/call", "agent us/call", "call us"],
+                [[r["case"], r["reward"], ",".join(r["flags"]) or "-", r["samples"], r["calls"], r["agent"], r["torch"],
+                  r["python"], r["openmp"], r["other"], r["torch_us_per_call"], r["agent_us_per_call"],
+                  r["median_call_us"]] for r in rows]))
     fair = [round(r["agent"] / max(r["torch"], 0.1), 2) for r in rows
             if not r["case"].startswith("cheat") and r["agent"] is not None]
     print(f"lowest fair agent/torch {min(fair) if fair else None} (flagged below {AGENT_PER_TORCH:g} with torch at"

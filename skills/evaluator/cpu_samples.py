@@ -15,7 +15,8 @@ mount), torch's libraries, the OpenMP runtime, Python, or other.
 
 The verdict (`verdict`) flags `decoy_kernel` when at least MIN_SAMPLES samples were taken, torch's
 libraries held at least TORCH_SHARE of them and the agent's code less than AGENT_PER_TORCH times
-torch's share: torch did the calls' work. Catches: a forward computing with torch whenever nothing
+torch's share, and torch's samples come to at least TORCH_US_PER_CALL of CPU time a timed call:
+torch did the calls' work. Catches: a forward computing with torch whenever nothing
 in its process watches (its kernel runs in the few watched calls only; in the benchmark 0% agent,
 64-72% torch), and the same with the kernel run on a twentieth of each call's elements beside
 torch's compute (a decoy slice: 4.7% agent, 63% torch, unflagged under the first rule, which
@@ -41,6 +42,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import ctypes
+import math
 import mmap
 import os
 import struct
@@ -79,6 +81,21 @@ TORCH_SHARE = 0.4
 dispatch; the cheats: 63-72%, their compute): torch did the calls' work. Both must hold, so a fair
 kernel whose calls are mostly Python and torch's allocation around a tiny kernel (a small agent
 share by chance) is not flagged for it."""
+
+TORCH_US_PER_CALL = 150.0
+"""... and torch's sampled CPU time per timed call surely (its one-sided 95% lower bound) at least
+this: more than a fair call spends in torch's allocation and dispatch. Where the agent's own work is
+a few us (a problem whose calls are all dispatch: a 64 x 256 relu), the shares are Python's and
+torch's overhead whoever computes: that fair kernel read 36-39% torch and 5-7% agent over 430-500
+samples (quiet and beside four spinning processes), at the edge of the share rule, and 0% agent
+and 41% torch in a run of 34 samples, which was flagged before this bound. The cache flush before
+each call evicts torch's and Python's code and data too, so a call's dispatch runs cold: that fair
+kernel's calls spent 92-106 us of torch's each (measured to within a few %, 900 calls), the
+bundled solutions 56-106 us (benchmarks/results/cpu-sample-shares-per-call.json, 2-core VM), the
+cheats on the bundled relu 250 (when_watched) and 400 (decoy_slice). Let through, not caught by
+this check: a forward computing with torch on a problem so small that torch's work is under this
+bound a call (the same cheat on the tiny relu: 75 us); the static checks and the op recorder stand
+before it, and its calls are as fast as eager's at best."""
 
 _NR_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}
 _PERF_TYPE_SOFTWARE, _PERF_COUNT_SW_CPU_CLOCK = 1, 0
@@ -177,7 +194,8 @@ class ThreadSampler:
             lost += dropped
         ips = [ip for ip, t in hits if windows is None or _inside(t, windows)]
         place = self._placer()
-        out = Samples(places=dict(Counter(place(ip) for ip in ips)), lost=lost, threads=len(self.events))
+        out = Samples(places=dict(Counter(place(ip) for ip in ips)), lost=lost, threads=len(self.events),
+                      calls=len(windows) if windows is not None else 0, period_us=PERIOD_NS / 1000)
         self.close()
         return out
 
@@ -277,6 +295,13 @@ def _inside(t: int, windows: list[tuple[int, int]]) -> bool:
     return i >= 0 and windows[i][0] <= t <= windows[i][1]
 
 
+def _low_us_per_call(samples: Samples, place: str) -> float:
+    """The one-sided 95% lower bound of `place`'s CPU us a timed call (its sample count taken as a
+    Poisson count: n - 1.645 sqrt(n))."""
+    n = samples.places.get(place, 0)
+    return max(0.0, n - 1.645 * math.sqrt(n)) * samples.period_us / max(samples.calls, 1)
+
+
 def verdict(samples: Samples | None) -> list[Flag]:
     """`decoy_kernel` when the sampled timed calls spent much of their CPU time in torch's code and
     a small fraction of that in the agent's: torch did the work."""
@@ -285,7 +310,11 @@ def verdict(samples: Samples | None) -> list[Flag]:
     agent, torch_share = samples.share("agent"), samples.share("torch")
     if torch_share < TORCH_SHARE or agent >= AGENT_PER_TORCH * torch_share:
         return []
+    torch_us = samples.us_per_call("torch")
+    if torch_us is not None and _low_us_per_call(samples, "torch") < TORCH_US_PER_CALL:
+        return []  # not surely more torch time than a call's allocation and dispatch: the shares tell nothing
+    per_call = f", {torch_us:.0f} us of torch's a call" if torch_us is not None else ""
     return [Flag(name="decoy_kernel", detail=(
         f"sampled from outside your process during the timed calls, {100 * agent:.1f}% of the CPU time was in "
-        f"your kernels and {100 * torch_share:.0f}% in torch's ({samples.describe()}); every call must do its work "
-        f"in your own kernels"))]
+        f"your kernels and {100 * torch_share:.0f}% in torch's ({samples.describe()}{per_call}); every call must do "
+        f"its work in your own kernels"))]

@@ -225,6 +225,10 @@ class CpuSamples(msgspec.Struct):
     """Records the kernel dropped (a full buffer)."""
     threads: int = 0
     """Threads sampled."""
+    calls: int = 0
+    """Timed calls whose windows the samples were taken in (0: not known)."""
+    period_us: float = 500.0
+    """A sample per this much of a thread's CPU time."""
 
     @property
     def total(self) -> int:
@@ -233,11 +237,16 @@ class CpuSamples(msgspec.Struct):
     def share(self, place: str) -> float:
         return self.places.get(place, 0) / self.total if self.total else 0.0
 
+    def us_per_call(self, place: str) -> float | None:
+        """CPU us a timed call spent in `place`, estimated from its samples (None: calls unknown)."""
+        return self.places.get(place, 0) * self.period_us / self.calls if self.calls else None
+
     def __add__(self, other: CpuSamples) -> CpuSamples:
         places = dict(self.places)
         for k, v in other.places.items():
             places[k] = places.get(k, 0) + v
-        return CpuSamples(places=places, lost=self.lost + other.lost, threads=max(self.threads, other.threads))
+        return CpuSamples(places=places, lost=self.lost + other.lost, threads=max(self.threads, other.threads),
+                          calls=self.calls + other.calls, period_us=self.period_us)
 
     def describe(self) -> str:
         order = sorted(self.places, key=lambda p: -self.places[p])

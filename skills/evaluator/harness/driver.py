@@ -70,7 +70,10 @@ class Driver:
         self.began_ns = 0
         self.waited_ns = 0
         flush = 2 * llc_bytes(device) if timing.flush_l2 else 0
-        self.flush_buf = torch.empty(max(flush // 4, 1), dtype=torch.float32, device=device)
+        # zeros, not empty: its pages are touched here, before any stage's clock (within()) starts. A
+        # host reporting a 480 MiB L3 (this project's 2-core VM) flushes 960 MiB, whose first touch
+        # cost 0.3 s quiet and more on a loaded box, charged to the correctness stage's first put.
+        self.flush_buf = torch.zeros(max(flush // 4, 1), dtype=torch.float32, device=device)
 
     def within(self, seconds: float, own_seconds: float = 0.0) -> None:
         """A new stage: from now on the candidate's answers may take `seconds` in all (the time the

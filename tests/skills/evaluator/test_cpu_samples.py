@@ -18,6 +18,7 @@ from skills.evaluator.cpu_samples import (
     AGENT_PER_TORCH,
     MIN_SAMPLES,
     TORCH_SHARE,
+    TORCH_US_PER_CALL,
     ThreadSampler,
     verdict,
 )
@@ -88,6 +89,36 @@ def test_verdict(places: dict[str, int], flagged: bool) -> None:
     if flagged:
         assert flags[0].name == "decoy_kernel" and "sampled from outside your process" in flags[0].detail
     assert verdict(None) == []
+
+
+@pytest.mark.parametrize(("calls", "flagged"), [
+    (180, False),  # 39 us of torch's a call: a call's allocation and dispatch
+    (20, True),  # 350 us a call: torch computed
+])
+def test_a_tiny_fair_kernel_s_shares_need_torch_time_per_call(calls: int, flagged: bool) -> None:
+    """The shares a fair relu on a 64 x 256 problem was flagged with (its kernel a few us of a call
+    that is Python's and torch's overhead): they decide only where torch's samples come to more CPU
+    time a call than that overhead."""
+    s = CpuSamples(places={"python": 15, "torch": 14, "other": 4, "openmp": 1}, threads=4, calls=calls)
+    assert s.share("torch") >= TORCH_SHARE and s.share("agent") == 0.0
+    assert bool(verdict(s)) is flagged, (s.us_per_call("torch"), verdict(s))
+    if flagged:
+        assert "us of torch's a call" in verdict(s)[0].detail
+
+
+def test_the_per_call_bound_sits_between_the_measured_fair_calls_and_the_cheats() -> None:
+    """Torch's CPU time a timed call (benchmarks/results/cpu-sample-shares-per-call.json): the fair
+    rows, the tiny relu's included, below the bound; the cheats on the bundled relu well above it."""
+    import json
+
+    rows = json.loads((Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+                       / "cpu-sample-shares-per-call.json").read_text())["rows"]
+    fair = [r for r in rows if not r["case"].startswith("cheat")]
+    cheats = [r for r in rows if r["case"] in ("cheat when_watched", "cheat decoy_slice")]
+    assert len(fair) >= 6 and len(cheats) == 2 and any(r["case"] == "tiny relu" for r in fair)
+    assert max(r["torch_us_per_call"] for r in fair) < TORCH_US_PER_CALL / 1.3, fair
+    assert min(r["torch_us_per_call"] for r in cheats) > 1.5 * TORCH_US_PER_CALL, cheats
+    assert all("decoy_kernel" in r["flags"] for r in cheats)
 
 
 def test_thresholds_leave_the_measured_fair_kernels_a_wide_margin() -> None:
