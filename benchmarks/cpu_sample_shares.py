@@ -48,8 +48,12 @@ DECOY_SLICE = HEAD + (
     "        ops.relu(x, y, x.numel() // 20)\n        return x.clamp(min=0)\n")
 
 
-def cases() -> list[tuple[str, Path, Path | str, dict[str, Any]]]:
-    """(name, problem, workspace folder or model_new.py source for the relu kernels, config overrides)."""
+def cases(base: Path) -> list[tuple[str, Path, Path | str, dict[str, Any]]]:
+    """(name, problem, workspace folder or model_new.py source for the relu kernels, config overrides);
+    problems made for the run are written under `base`."""
+    tiny_relu = base / "tiny_relu.py"
+    tiny_relu.write_text(RELU.read_text().replace("M = 8192", "M = 64").replace("N = 8192", "N = 256")
+                         .split("SMALL_SIZES")[0])
     out: list[tuple[str, Path, Path | str, dict[str, Any]]] = []
     for ws in sorted((ROOT / "problems" / "solutions" / "cpu").glob("level*/*")):
         out.append((f"{ws.parent.name}/{ws.name}", ROOT / "problems" / ws.parent.name / f"{ws.name}.py", ws, {}))
@@ -58,14 +62,9 @@ def cases() -> list[tuple[str, Path, Path | str, dict[str, Any]]]:
     out.append(("cheat decoy_slice", RELU, DECOY_SLICE, {"static_checks": False}))
     # a problem whose calls are all dispatch: the fair kernel's few us are lost among torch's and
     # Python's (0% agent by share), so the share rule alone cannot tell it from torch's compute
-    out.append(("tiny relu", TINY_RELU, ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu", {}))
-    out.append(("cheat when_watched (tiny relu)", TINY_RELU, WATCHED, {"static_checks": False}))
+    out.append(("tiny relu", tiny_relu, ROOT / "problems" / "solutions" / "cpu" / "level1" / "01_relu", {}))
+    out.append(("cheat when_watched (tiny relu)", tiny_relu, WATCHED, {"static_checks": False}))
     return out
-
-
-TINY_RELU = Path(tempfile.mkdtemp(prefix="kagent-tiny-")) / "tiny_relu.py"
-TINY_RELU.write_text(RELU.read_text().replace("M = 8192", "M = 64").replace("N = 8192", "N = 256")
-                     .split("SMALL_SIZES")[0])
 
 
 def workspace(src: Path | str, dest: Path) -> Path:
@@ -89,7 +88,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="kagent-shares-") as tmp:
         base = Path(tmp)
-        for name, problem, src, overrides in cases():
+        for name, problem, src, overrides in cases(base):
             for rep in range(args.repeats):
                 ws = workspace(src, base / f"{len(rows)}")
                 cfg = EvalConfig(backend="cpu", build=BuildConfig(backend="cpu", cache_dir=str(base / "build")),

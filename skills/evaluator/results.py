@@ -246,7 +246,10 @@ class CpuSamples(msgspec.Struct):
         for k, v in other.places.items():
             places[k] = places.get(k, 0) + v
         return CpuSamples(places=places, lost=self.lost + other.lost, threads=max(self.threads, other.threads),
-                          calls=self.calls + other.calls, period_us=self.period_us)
+                          # a round whose calls are unknown (its samples not bounded to windows) leaves
+                          # the sum's unknown too: its samples over a partial count would read high
+                          calls=self.calls + other.calls if self.calls and other.calls else 0,
+                          period_us=self.period_us)
 
     def describe(self) -> str:
         order = sorted(self.places, key=lambda p: -self.places[p])

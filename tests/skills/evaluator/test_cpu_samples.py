@@ -106,6 +106,16 @@ def test_a_tiny_fair_kernel_s_shares_need_torch_time_per_call(calls: int, flagge
         assert "us of torch's a call" in verdict(s)[0].detail
 
 
+def test_rounds_of_unknown_calls_leave_the_sum_s_calls_unknown() -> None:
+    """A round whose samples were not bounded to call windows (calls 0) added to a windowed one:
+    the sum's per-call figure would divide all samples by part of the calls, so it is unknown."""
+    windowed = CpuSamples(places={"torch": 10}, calls=100)
+    assert (windowed + windowed).calls == 200 and (windowed + windowed).us_per_call("torch") == 50.0
+    unbounded = CpuSamples(places={"torch": 40})
+    assert (windowed + unbounded).calls == 0 and (windowed + unbounded).us_per_call("torch") is None
+    assert (unbounded + windowed).us_per_call("torch") is None
+
+
 def test_the_per_call_bound_sits_between_the_measured_fair_calls_and_the_cheats() -> None:
     """Torch's CPU time a timed call (benchmarks/results/cpu-sample-shares-per-call.json): the fair
     rows, the tiny relu's included, below the bound; the cheats on the bundled relu well above it."""
