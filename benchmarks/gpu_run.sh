@@ -17,7 +17,7 @@
 #   rest       library builds, level-3 solutions, the cold load_inline test; latency; CV of 10 profiles
 #   trust      the clock and thread checks and fair kernels on cuda, the load_inline cache; latency; CV of 10 profiles
 #   kernelbench  KernelBench L1-L3 at their own sizes, each problem's Model as its solution
-#   parity     the same torch code as candidate and as eager baseline (probe_parity.py); latency; CV of 10 profiles
+#   parity     the same torch code as candidate and as eager baseline (probe_parity.py; PAR_ARGS: its options); latency; CV of 10 profiles (NO_LATENCY=1: neither)
 #   kb-refmodel  kagent bench --reference-model over a KernelBench level (KB_LEVEL, default level1): every row correct, speedup about 1 (resumable; KBREF_ARGS=--retry-faults grades kept faults again)
 #   inline     a load_inline file per KernelBench problem through kagent bench: the build-ahead pool and grading time
 #   bench      timing stability, the solutions table, ncu
@@ -133,9 +133,9 @@ if is reference; then  # kagent bench --reference: the bundled solutions' final 
   step reference; TAIL=30 run "${T_REF:-330}" bench_reference.log python3 -m runtime.cli bench problems --reference --backend cuda --no-progress --out "${REF_OUT:-benchmarks/results/bench-reference-$G}"
 fi
 if is parity; then  # why the problem's own Model reads slower as the candidate than as the eager baseline
-  step parity; TAIL=40 run "${T_PAR:-320}" probe_parity.log python3 benchmarks/probe_parity.py ${KB:-../shared/kernelbench} --problems ${PAR_PROBLEMS:-level2/10_ level1/4_ level1/96_ level1/94_ level1/99_ level1/88_} --out parity-$G
-  step latency; TAIL=8 run 60 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G
-  step stability; TAIL=8 run "${T_STAB:-150}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-$G
+  step parity; TAIL=40 run "${T_PAR:-320}" probe_parity.log python3 benchmarks/probe_parity.py ${KB:-../shared/kernelbench} --problems ${PAR_PROBLEMS:-level2/10_ level1/4_ level1/96_ level1/94_ level1/99_ level1/88_} ${PAR_ARGS:-} --out parity-$G
+  [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 60 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G; }
+  [ -n "${NO_LATENCY:-}" ] || { step stability; TAIL=8 run "${T_STAB:-150}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-$G; }
 fi
 if is bench; then
   step stability; TAIL=8 run 150 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-$G

@@ -22,6 +22,7 @@ Writes benchmarks/results/OUT.json and prints a table (times in us, medians).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,7 @@ SELF_TIMING = '''
 
 import os as _os
 import statistics as _st
+import time as _time
 
 import torch as _torch
 
@@ -63,6 +66,7 @@ class ModelNew(Model):
         self._pending = []
         self._ipc = []
         self._own = []
+        self._host = []
 
     def forward(self, *args):
         for e in self._pending:
@@ -74,7 +78,9 @@ class ModelNew(Model):
             self._flush = _torch.empty(64 << 20, dtype=_torch.uint8, device="cuda")
         e = [_torch.cuda.Event(enable_timing=True) for _ in range(4)]
         e[0].record()
+        _t = _time.perf_counter()
         out = super().forward(*args)
+        self._host.append((_time.perf_counter() - _t) * 1e6)
         e[1].record()
         self._flush.zero_()
         e[2].record()
@@ -82,13 +88,13 @@ class ModelNew(Model):
         e[3].record()
         self._pending.append(e)
         if self._ipc:
-            print(f"PARITY n={{len(self._ipc)}} ipc={{_st.median(self._ipc):.2f}} own={{_st.median(self._own):.2f}}",
-                  flush=True)
+            print(f"PARITY n={{len(self._ipc)}} ipc={{_st.median(self._ipc):.2f}} own={{_st.median(self._own):.2f}}"
+                  f" host={{_st.median(self._host):.2f}}", flush=True)
         return out
 '''
 
 ALONE = r'''
-import json, statistics, sys, torch
+import json, statistics, sys, time, torch
 sys.path.insert(0, sys.argv[2])
 from skills.evaluator.problem import load_problem
 from skills.evaluator.harness.judge import set_precision
@@ -99,19 +105,46 @@ with torch.no_grad(), torch.device("cuda"):
     model = p.Model(*p.get_init_inputs()).eval()
     inputs = list(p.get_inputs())
     flush = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
-    times = []
+    times, host = [], []
     for i in range(25):
         flush.zero_()
         torch.cuda.synchronize()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); out = model(*inputs); b.record(); torch.cuda.synchronize()
+        a.record(); t = time.perf_counter(); out = model(*inputs); h = time.perf_counter() - t
+        b.record(); torch.cuda.synchronize()
         if i >= 5:
             times.append(a.elapsed_time(b) * 1e3)
+            host.append(h * 1e6)
         del out
-print(json.dumps({"median_us": statistics.median(times), "min_us": min(times)}))
+print(json.dumps({"median_us": statistics.median(times), "min_us": min(times),
+                  "host_us": statistics.median(host)}))
 '''
 
-VARIANTS = ("plain", "self", "self-env", "self-nocap")
+HOST_TIMING = '''
+
+import statistics as _st
+import time as _time
+
+
+class ModelNew(Model):
+    """The reference itself, timing how long its call takes the host to queue (a probe, not a solution)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._host = []
+
+    def forward(self, *args):
+        _t = _time.perf_counter()
+        out = super().forward(*args)
+        self._host.append((_time.perf_counter() - _t) * 1e6)
+        if len(self._host) % 10 == 0:
+            print(f"HOST n={len(self._host)} host={_st.median(self._host):.2f}", flush=True)
+        return out
+'''
+
+VARIANTS = ("plain", "self", "self-env", "self-nocap", "plain-judge-noenv", "host", "nolead")
+"""plain-judge-noenv: the judge without NVIDIA_TF32_OVERRIDE=0 (as before the judge ran under the candidate's
+override); host: the candidate's host time to queue a call; nolead: plain with the lead off for both."""
 
 
 def alone(f: Path, tf32_off: bool) -> dict[str, Any]:
@@ -129,8 +162,10 @@ def alone(f: Path, tf32_off: bool) -> dict[str, Any]:
 
 
 def model_new(source: str, variant: str) -> str:
-    if variant == "plain":
+    if variant in ("plain", "plain-judge-noenv", "nolead"):
         return source.rstrip() + "\n\n\nclass ModelNew(Model):\n    \"\"\"The reference itself.\"\"\"\n"
+    if variant == "host":
+        return source.rstrip() + HOST_TIMING
     return source.rstrip() + SELF_TIMING.format(env=variant == "self-env", nocap=variant == "self-nocap")
 
 
@@ -147,6 +182,26 @@ def workspace(f: Path, variant: str, tmp: Path) -> Path:
     return ws
 
 
+@contextlib.contextmanager
+def _judge_without_override(on: bool) -> Iterator[None]:
+    """The judge's environment without NVIDIA_TF32_OVERRIDE (how it ran before it shared the candidate's)."""
+    from skills.evaluator import launch
+
+    if not on:
+        yield
+        return
+    real = launch.judge_env
+
+    def judge_env(config: Any, env: dict[str, str]) -> dict[str, str]:
+        return {k: v for k, v in real(config, env).items() if k != "NVIDIA_TF32_OVERRIDE"}
+
+    launch.judge_env = judge_env
+    try:
+        yield
+    finally:
+        launch.judge_env = real
+
+
 async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend: str = "cuda") -> dict[str, Any]:
     from skills.evaluator.baselines import JsonBaselineCache
     from skills.evaluator.build import BuildConfig
@@ -156,11 +211,12 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
 
     ws = workspace(f, variant, tmp)
     timing = TimingConfig(warmup_calls=3, warmup_seconds=0.05, min_calls=10, max_calls=200, target_seconds=0.1,
-                          loop_seconds=loop_seconds)
+                          loop_seconds=loop_seconds, lead_us=0.0 if variant == "nolead" else TimingConfig().lead_us)
     cfg = EvalConfig(backend=backend, baselines=["eager"], torch_allowed=True, timing=timing,  # type: ignore[arg-type]
                      build=BuildConfig(backend=backend))  # type: ignore[arg-type]
     t = time.perf_counter()
-    r = await evaluate(f, ws, mode="profile", config=cfg, baseline_cache=JsonBaselineCache(tmp / f"{ws.name}.json"))
+    with _judge_without_override(variant == "plain-judge-noenv"):
+        r = await evaluate(f, ws, mode="profile", config=cfg, baseline_cache=JsonBaselineCache(tmp / f"{ws.name}.json"))
     row: dict[str, Any] = {"wall_s": round(time.perf_counter() - t, 1), "correct": r.correct,
                            "flags": [fl.name for fl in r.flags], "error": (r.error or "")[:200] or None}
     c, e = r.candidate, r.eager
@@ -172,10 +228,14 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
         row |= {"eager_us": _median(e.per_call_us), "eager_cv": round(e.cv, 4), "eager_calls": e.calls,
                 "eager_caller_us": _median(e.caller_us), "eager_kernel_us": e.kernel_us}
     row["speedup_eager"] = next((round(s.value, 3) for s in r.speedups if s.baseline == "eager"), None)
-    found = list(re.finditer(r"PARITY n=(\d+) ipc=([\d.]+) own=([\d.]+)", r.log or ""))
+    hosts = list(re.finditer(r"HOST n=(\d+) host=([\d.]+)", r.log or ""))
+    if hosts:
+        row["host_us"] = float(hosts[-1].group(2))
+    found = list(re.finditer(r"PARITY n=(\d+) ipc=([\d.]+) own=([\d.]+) host=([\d.]+)", r.log or ""))
     if found:
         m = found[-1]
-        row |= {"self_n": int(m.group(1)), "self_ipc_us": float(m.group(2)), "self_own_us": float(m.group(3))}
+        row |= {"self_n": int(m.group(1)), "self_ipc_us": float(m.group(2)), "self_own_us": float(m.group(3)),
+                "self_host_us": float(m.group(4))}
     return row
 
 
@@ -186,8 +246,11 @@ async def run(files: list[Path], variants: list[str], loop_seconds: float, out: 
             name = f"{f.parent.name}/{f.stem}"
             base = {"problem": name}
             if with_alone:
-                rows.append(base | {"variant": "alone"} | {f"tf32env_{k}": v for k, v in alone(f, True).items()}
-                            | {f"noenv_{k}": v for k, v in alone(f, False).items()})
+                # each twice, in the order with, without, without, with (a drift over time shows as a split)
+                first, second, third, fourth = alone(f, True), alone(f, False), alone(f, False), alone(f, True)
+                rows.append(base | {"variant": "alone"} | {f"tf32env_{k}": v for k, v in first.items()}
+                            | {f"noenv_{k}": v for k, v in second.items()} | {f"noenv2_{k}": v for k, v in third.items()}
+                            | {f"tf32env2_{k}": v for k, v in fourth.items()})
                 print(json.dumps(rows[-1]), flush=True)
             for v in variants:
                 try:
@@ -197,8 +260,9 @@ async def run(files: list[Path], variants: list[str], loop_seconds: float, out: 
                 rows.append(base | {"variant": v} | row)
                 print(json.dumps(rows[-1]), flush=True)
                 write_result(out, {"rows": rows, "env": environment()})
-    cols = ["problem", "variant", "cand_us", "cand_kernel_us", "self_ipc_us", "self_own_us", "eager_us",
-            "speedup_eager", "tf32env_median_us", "noenv_median_us"]
+    cols = ["problem", "variant", "cand_us", "cand_kernel_us", "host_us", "self_ipc_us", "self_own_us", "self_host_us",
+            "eager_us", "speedup_eager", "tf32env_median_us", "tf32env2_median_us", "tf32env_host_us", "noenv_median_us",
+            "noenv2_median_us", "noenv_host_us"]
     print(table(cols, [[r.get(c) for c in cols] for r in rows]))
 
 
@@ -213,6 +277,9 @@ def main() -> None:
     args = ap.parse_args()
     files = []
     for p in args.problems:
+        if p.endswith(".py") and Path(p).is_file():  # a file by path (a bundled problem)
+            files.append(Path(p))
+            continue
         level, _, prefix = p.partition("/")
         hits = sorted(Path(args.root, level).glob(f"{prefix}*.py"))
         if not hits:

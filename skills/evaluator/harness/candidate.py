@@ -70,12 +70,7 @@ class Candidate:
     def __init__(self, start: P.CandStart) -> None:
         self.start = start
         self.device = torch.device(start.device)
-        if start.precision == "tf32":
-            # The parent starts every candidate with NVIDIA_TF32_OVERRIDE=0 (library calls in fp32:
-            # workers start before the problem is known); a tf32 problem allows TF32, and cuBLAS
-            # and cuDNN read the variable when their first handle is made, after this.
-            os.environ.pop("NVIDIA_TF32_OVERRIDE", None)
-        set_precision(start.precision)
+        set_precision(start.precision)  # before any library handle: drops NVIDIA_TF32_OVERRIDE on a tf32 problem
         if self.device.type == "cuda":
             torch.cuda.init()  # type: ignore[no-untyped-call]
             torch.empty(1, device=self.device)  # create the context before candidate code runs

@@ -59,8 +59,14 @@ from skills.evaluator.schedstat import OwnWait, TreeClock, TreeSample, cpu_betwe
 
 
 def set_precision(precision: str) -> None:
-    """TF32 only where the policy allows it; the reference and baselines obey the same policy."""
+    """TF32 only where the policy allows it; the reference and baselines obey the same policy.
+
+    Both workers start with NVIDIA_TF32_OVERRIDE=0 (skills/evaluator/launch.py: they start before the
+    problem is known); a tf32 problem allows TF32, so the override goes here, before the first
+    cuBLAS/cuDNN handle is made (they read the variable then)."""
     allow = precision == "tf32"
+    if allow:
+        os.environ.pop("NVIDIA_TF32_OVERRIDE", None)
     torch.backends.cuda.matmul.allow_tf32 = allow
     torch.backends.cudnn.allow_tf32 = allow
     torch.set_float32_matmul_precision("high" if allow else "highest")

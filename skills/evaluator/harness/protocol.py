@@ -61,8 +61,9 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
         """What a cached baseline's times depend on (skills.evaluator.baselines.BaselineKey.timing).
         v3: the judge no longer sets torch's thread count between calls, which had turned MKL's
         dynamic threading off and slowed cpu baselines of small vector ops 4-20x (cached v2 times
-        of those are wrong)."""
-        return f"v3 lead {self.lead_us:g} us, flush {int(self.flush_l2)}, reset {int(self.reset_persisting_l2)}"
+        of those are wrong). v4: the judge times its baselines under the candidate's
+        NVIDIA_TF32_OVERRIDE=0 (skills/evaluator/launch.py), which costs a cuBLAS call host time."""
+        return f"v4 lead {self.lead_us:g} us, flush {int(self.flush_l2)}, reset {int(self.reset_persisting_l2)}"
 
 
 TUPLE_TAG = "__kagent_tuple__"

@@ -714,6 +714,46 @@ def test_library_tf32_follows_the_problems_precision(new_workspace: MakeWs, tmp_
     assert r.error is None and r.correct, r.error
 
 
+JUDGE_ENV_PROBLEM = """\
+import os
+import torch
+import torch.nn as nn
+
+M = 256
+N = 1024
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if os.environ.get("NVIDIA_TF32_OVERRIDE") != {want!r}:
+            raise RuntimeError("the judge's NVIDIA_TF32_OVERRIDE is " + repr(os.environ.get("NVIDIA_TF32_OVERRIDE")))
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(M, N)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("declared, want", [("", "0"), ('PRECISION = "tf32"\n', None)])
+def test_the_judge_runs_the_reference_and_baselines_under_the_candidate_s_override(
+        new_workspace: MakeWs, tmp_path: Path, build_cache_dir: Path, declared: str, want: str | None) -> None:
+    """The judge's Model (reference, eager and torch.compile baselines) sees NVIDIA_TF32_OVERRIDE as the
+    candidate does: "0" on an fp32 problem, unset on a tf32 one. With the override only in the candidate,
+    its cuBLAS calls cost host time its baselines' did not (H100, level3/03_mlp_block: 237 us a forward
+    with it, 123 us without), and a launch-bound fair kernel read slower than it is."""
+    problem = tmp_path / "relu_judge_env.py"
+    problem.write_text(declared + JUDGE_ENV_PROBLEM.format(want=want))
+    ws = new_workspace(ENV_PROBE_PY.format(want=want), {"relu.cpp": RELU_CPP}, problem=problem)
+    r = run_eval(problem, ws, build_cache_dir, mode="profile", static_checks=False)
+    assert r.error is None and r.correct, r.error
+    assert r.eager is not None  # the eager baseline ran the checking Model too
+
+
 TUPLE_PROBLEM = """\
 import torch
 import torch.nn as nn
