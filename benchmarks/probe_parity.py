@@ -142,9 +142,24 @@ class ModelNew(Model):
         return out
 '''
 
-VARIANTS = ("plain", "self", "self-env", "self-nocap", "plain-judge-noenv", "host", "nolead")
+GC_ON = '''
+
+import gc as _gc
+
+
+class ModelNew(Model):
+    """The reference itself, with garbage collection on inside its timed calls (as before the candidate's
+    timed calls ran with it off, as the baselines' do)."""
+
+    def forward(self, *args):
+        _gc.enable()
+        return super().forward(*args)
+'''
+
+VARIANTS = ("plain", "self", "self-env", "self-nocap", "plain-judge-noenv", "host", "nolead", "gc")
 """plain-judge-noenv: the judge without NVIDIA_TF32_OVERRIDE=0 (as before the judge ran under the candidate's
-override); host: the candidate's host time to queue a call; nolead: plain with the lead off for both."""
+override); host: the candidate's host time to queue a call; nolead: plain with the lead off for both;
+gc: garbage collection on in the candidate's timed calls."""
 
 
 def alone(f: Path, tf32_off: bool) -> dict[str, Any]:
@@ -162,6 +177,8 @@ def alone(f: Path, tf32_off: bool) -> dict[str, Any]:
 
 
 def model_new(source: str, variant: str) -> str:
+    if variant == "gc":
+        return source.rstrip() + GC_ON
     if variant in ("plain", "plain-judge-noenv", "nolead"):
         return source.rstrip() + "\n\n\nclass ModelNew(Model):\n    \"\"\"The reference itself.\"\"\"\n"
     if variant == "host":

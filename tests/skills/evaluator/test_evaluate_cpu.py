@@ -714,6 +714,33 @@ def test_library_tf32_follows_the_problems_precision(new_workspace: MakeWs, tmp_
     assert r.error is None and r.correct, r.error
 
 
+GC_PROBE_PY = """\
+import gc
+import torch
+from kagent_ext import ops
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        print("GC=" + str(gc.isenabled()), flush=True)
+        y = torch.empty_like(x)
+        ops.relu(x, y, x.numel())
+        return y
+"""
+
+
+def test_the_candidate_s_timed_calls_run_without_garbage_collection(new_workspace: MakeWs, build_cache_dir: Path) -> None:
+    """The baselines' timed loops run with the collector off (timing.no_gc); the candidate's timed calls
+    too, so neither pays collections the other does not. Its correctness calls keep it on (their time
+    is not compared)."""
+    ws = new_workspace(GC_PROBE_PY, {"relu.cpp": RELU_CPP})
+    r = run_eval(RELU, ws, build_cache_dir, mode="profile", static_checks=False)
+    assert r.error is None and r.correct, r.error
+    seen = re.findall(r"GC=(True|False)", r.log or "")
+    assert "True" in seen, "no correctness call was seen"
+    assert seen.count("False") >= r.candidate.calls if r.candidate else False, seen[-20:]
+
+
 JUDGE_ENV_PROBLEM = """\
 import os
 import torch
