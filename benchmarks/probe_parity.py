@@ -219,7 +219,8 @@ def _judge_without_override(on: bool) -> Iterator[None]:
         launch.judge_env = real
 
 
-async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend: str = "cuda") -> dict[str, Any]:
+async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend: str = "cuda",
+                 mode: str = "profile") -> dict[str, Any]:
     from skills.evaluator.baselines import JsonBaselineCache
     from skills.evaluator.build import BuildConfig
     from skills.evaluator.config import EvalConfig
@@ -233,7 +234,8 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
                      build=BuildConfig(backend=backend))  # type: ignore[arg-type]
     t = time.perf_counter()
     with _judge_without_override(variant == "plain-judge-noenv"):
-        r = await evaluate(f, ws, mode="profile", config=cfg, baseline_cache=JsonBaselineCache(tmp / f"{ws.name}.json"))
+        r = await evaluate(f, ws, mode="final" if mode == "final" else "profile", config=cfg,
+                           baseline_cache=JsonBaselineCache(tmp / f"{ws.name}.json"))
     row: dict[str, Any] = {"wall_s": round(time.perf_counter() - t, 1), "correct": r.correct,
                            "flags": [fl.name for fl in r.flags], "error": (r.error or "")[:200] or None}
     c, e = r.candidate, r.eager
@@ -256,7 +258,8 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
     return row
 
 
-async def run(files: list[Path], variants: list[str], loop_seconds: float, out: str, with_alone: bool = True) -> None:
+async def run(files: list[Path], variants: list[str], loop_seconds: float, out: str, with_alone: bool = True,
+              mode: str = "profile") -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
         for f in files:
@@ -271,7 +274,7 @@ async def run(files: list[Path], variants: list[str], loop_seconds: float, out: 
                 print(json.dumps(rows[-1]), flush=True)
             for v in variants:
                 try:
-                    row = await graded(f, v, Path(d), loop_seconds)
+                    row = await graded(f, v, Path(d), loop_seconds, mode=mode)
                 except Exception as exc:  # a probe: say what failed and go on
                     row = {"error": f"{type(exc).__name__}: {exc}"[:300]}
                 rows.append(base | {"variant": v} | row)
@@ -290,6 +293,8 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--loop-seconds", type=float, default=0.3)
     ap.add_argument("--no-alone", dest="alone", action="store_false", help="skip the plain-process timings")
+    ap.add_argument("--mode", default="profile", choices=("profile", "final"),
+                    help="final: the paired rounds that decide a reward (the profiler runs after round 0)")
     ap.add_argument("--out", default="parity")
     args = ap.parse_args()
     files = []
@@ -302,7 +307,7 @@ def main() -> None:
         if not hits:
             ap.error(f"no file {p}* under {args.root}")
         files.append(hits[0])
-    anyio.run(run, files, args.variants, args.loop_seconds, args.out, args.alone)
+    anyio.run(run, files, args.variants, args.loop_seconds, args.out, args.alone, args.mode)
 
 
 if __name__ == "__main__":
