@@ -134,8 +134,10 @@ if is reference; then  # kagent bench --reference: the bundled solutions' final 
 fi
 if is parity; then  # why the problem's own Model reads slower as the candidate than as the eager baseline
   step parity; TAIL=40 run "${T_PAR:-320}" probe_parity.log python3 benchmarks/probe_parity.py ${KB:-../shared/kernelbench} --problems ${PAR_PROBLEMS:-level2/10_ level1/4_ level1/96_ level1/94_ level1/99_ level1/88_} ${PAR_ARGS:-} --out parity-$G
-  [ -n "${NO_LATENCY:-}" ] || { step latency; TAIL=8 run 60 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G; }
-  [ -n "${NO_LATENCY:-}" ] || { step stability; TAIL=8 run "${T_STAB:-150}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-$G; }
+  if [ -z "${NO_LATENCY:-}" ]; then
+    step latency; TAIL=8 run 60 bench_latency.log python3 benchmarks/bench_eval.py latency --baselines eager --repeats 2 --out eval-latency-$G
+    step stability; TAIL=8 run "${T_STAB:-150}" bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --variants lead+pool --loaded none --runs 10 --out eval-stability-$G
+  fi
 fi
 if is bench; then
   step stability; TAIL=8 run 150 bench_stability.log python3 benchmarks/bench_eval.py stability --baselines eager --out eval-stability-$G
