@@ -12,7 +12,10 @@ eager baseline; on the H200 some KernelBench problems read 0.48-0.87x (kernelben
   once on the judge's shared (IPC) input slots and once on private copies of them, a cache flush
   between: the kernel's own time in the candidate's process, with the harness's window left out;
 - `self-env`: `self` with NVIDIA_TF32_OVERRIDE removed from the candidate's environment at import;
-- `self-nocap`: `self` with the candidate's allocator cap lifted to 0.95 of the GPU.
+- `self-nocap`: `self` with the candidate's allocator cap lifted to 0.95 of the GPU;
+- `plain-judge-noenv`, `host`, `nolead`, `gc`, `nosandbox`: see VARIANTS;
+- `--alone-conditions`: the plain process in the conditions a candidate's timed call differs by (the lead,
+  asleep between calls, after a dispatch mode, after the profiler), one after another in one process.
 
     python benchmarks/probe_parity.py ../shared/kernelbench --problems level1/4_ level2/10_ --out parity-h200
 
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -98,26 +102,65 @@ import json, statistics, sys, time, torch
 sys.path.insert(0, sys.argv[2])
 from skills.evaluator.problem import load_problem
 from skills.evaluator.harness.judge import set_precision
+from skills.evaluator.harness.timing import _spin
 p = load_problem(sys.argv[1], sizes="default")
 set_precision(p.problem.precision)
 torch.manual_seed(0)
-with torch.no_grad(), torch.device("cuda"):
-    model = p.Model(*p.get_init_inputs()).eval()
-    inputs = list(p.get_inputs())
+conditions = sys.argv[3].split(",") if len(sys.argv) > 3 else ["plain"]
+
+
+def timed(n=25, lead=False, sleep_s=0.0):
     flush = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
     times, host = [], []
-    for i in range(25):
+    for i in range(n):
         flush.zero_()
         torch.cuda.synchronize()
+        if sleep_s:
+            time.sleep(sleep_s)  # as the candidate waits on the link while the judge puts the next set
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if lead:
+            _spin(lead_cycles)
         a.record(); t = time.perf_counter(); out = model(*inputs); h = time.perf_counter() - t
         b.record(); torch.cuda.synchronize()
         if i >= 5:
             times.append(a.elapsed_time(b) * 1e3)
             host.append(h * 1e6)
         del out
-print(json.dumps({"median_us": statistics.median(times), "min_us": min(times),
-                  "host_us": statistics.median(host)}))
+    return {"median_us": statistics.median(times), "min_us": min(times), "host_us": statistics.median(host)}
+
+
+with torch.no_grad(), torch.device("cuda"):
+    model = p.Model(*p.get_init_inputs()).eval()
+    inputs = list(p.get_inputs())
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record(); _spin(200_000); b.record(); torch.cuda.synchronize()
+    lead_cycles = int(100 * 200_000 / (a.elapsed_time(b) * 1e3))
+    result = {}
+    for c in conditions:
+        if c == "plain":
+            result.update(timed())
+        elif c == "lead":  # the 100 us spin ahead of the start event, as every timed call has
+            result.update({f"lead_{k}": v for k, v in timed(lead=True).items()})
+        elif c == "sleep":  # 2 ms asleep before each call: the core may idle between calls
+            result.update({f"sleep_{k}": v for k, v in timed(lead=True, sleep_s=0.002).items()})
+        elif c == "ops":  # after one call under a dispatch mode (the candidate's correctness calls run under one)
+            from torch.utils._python_dispatch import TorchDispatchMode
+
+            class _Rec(TorchDispatchMode):
+                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                    return func(*args, **(kwargs or {}))
+
+            with _Rec():
+                model(*inputs)
+            result.update({f"ops_{k}": v for k, v in timed(lead=True).items()})
+        elif c == "profiler":  # after one profiler session with CUDA activity (final mode: after round 0)
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+                model(*inputs)
+                torch.cuda.synchronize()
+            result.update({f"prof_{k}": v for k, v in timed(lead=True).items()})
+print(json.dumps(result))
 '''
 
 HOST_TIMING = '''
@@ -156,19 +199,26 @@ class ModelNew(Model):
         return super().forward(*args)
 '''
 
-VARIANTS = ("plain", "self", "self-env", "self-nocap", "plain-judge-noenv", "host", "nolead", "gc")
+VARIANTS = ("plain", "self", "self-env", "self-nocap", "plain-judge-noenv", "host", "nolead", "gc", "nosandbox")
 """plain-judge-noenv: the judge without NVIDIA_TF32_OVERRIDE=0 (as before the judge ran under the candidate's
 override); host: the candidate's host time to queue a call; nolead: plain with the lead off for both;
-gc: garbage collection on in the candidate's timed calls."""
+gc: garbage collection on in the candidate's timed calls; nosandbox: plain with the candidate outside bubblewrap
+(its seccomp filter, namespaces and limits)."""
 
 
-def alone(f: Path, tf32_off: bool) -> dict[str, Any]:
+ALONE_CONDITIONS = ("plain", "lead", "sleep", "ops", "profiler")
+"""The plain process's conditions, in this order in one process (--alone-conditions): plain; lead (the
+100 us spin ahead of the start event); sleep (and 2 ms asleep before each call); ops (after one call
+under a dispatch mode); profiler (after one profiler session with CUDA activity)."""
+
+
+def alone(f: Path, tf32_off: bool, conditions: tuple[str, ...] = ("plain",)) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("NVIDIA_TF32_OVERRIDE", None)
     if tf32_off:
         env["NVIDIA_TF32_OVERRIDE"] = "0"
     root = str(Path(__file__).resolve().parents[1])
-    r = subprocess.run([sys.executable, "-c", ALONE, str(f), root], env=env, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", ALONE, str(f), root, ",".join(conditions)], env=env, capture_output=True, text=True,
                        timeout=300, check=False)
     if r.returncode != 0:
         return {"error": r.stderr[-400:]}
@@ -179,7 +229,7 @@ def alone(f: Path, tf32_off: bool) -> dict[str, Any]:
 def model_new(source: str, variant: str) -> str:
     if variant == "gc":
         return source.rstrip() + GC_ON
-    if variant in ("plain", "plain-judge-noenv", "nolead"):
+    if variant in ("plain", "plain-judge-noenv", "nolead", "nosandbox"):
         return source.rstrip() + "\n\n\nclass ModelNew(Model):\n    \"\"\"The reference itself.\"\"\"\n"
     if variant == "host":
         return source.rstrip() + HOST_TIMING
@@ -226,12 +276,15 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
     from skills.evaluator.config import EvalConfig
     from skills.evaluator.evaluate import evaluate
     from skills.evaluator.harness.protocol import TimingConfig
+    from skills.evaluator.sandbox import SandboxConfig
 
     ws = workspace(f, variant, tmp)
     timing = TimingConfig(warmup_calls=3, warmup_seconds=0.05, min_calls=10, max_calls=200, target_seconds=0.1,
                           loop_seconds=loop_seconds, lead_us=0.0 if variant == "nolead" else TimingConfig().lead_us)
     cfg = EvalConfig(backend=backend, baselines=["eager"], torch_allowed=True, timing=timing,  # type: ignore[arg-type]
                      build=BuildConfig(backend=backend))  # type: ignore[arg-type]
+    if variant == "nosandbox":
+        cfg = msgspec.structs.replace(cfg, sandbox=SandboxConfig(mode="none", allow_unsafe=True))
     t = time.perf_counter()
     with _judge_without_override(variant == "plain-judge-noenv"):
         r = await evaluate(f, ws, mode="final" if mode == "final" else "profile", config=cfg,
@@ -259,13 +312,16 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
 
 
 async def run(files: list[Path], variants: list[str], loop_seconds: float, out: str, with_alone: bool = True,
-              mode: str = "profile") -> None:
+              mode: str = "profile", conditions: tuple[str, ...] = ()) -> None:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
         for f in files:
             name = f"{f.parent.name}/{f.stem}"
             base = {"problem": name}
-            if with_alone:
+            if with_alone and conditions:  # one process under the override, each condition in turn
+                rows.append(base | {"variant": "alone"} | alone(f, True, conditions))
+                print(json.dumps(rows[-1]), flush=True)
+            elif with_alone:
                 # each twice, in the order with, without, without, with (a drift over time shows as a split)
                 first, second, third, fourth = alone(f, True), alone(f, False), alone(f, False), alone(f, True)
                 rows.append(base | {"variant": "alone"} | {f"tf32env_{k}": v for k, v in first.items()}
@@ -282,7 +338,8 @@ async def run(files: list[Path], variants: list[str], loop_seconds: float, out: 
                 write_result(out, {"rows": rows, "env": environment()})
     cols = ["problem", "variant", "cand_us", "cand_kernel_us", "host_us", "self_ipc_us", "self_own_us", "self_host_us",
             "eager_us", "speedup_eager", "tf32env_median_us", "tf32env2_median_us", "tf32env_host_us", "noenv_median_us",
-            "noenv2_median_us", "noenv_host_us"]
+            "noenv2_median_us", "noenv_host_us", "median_us", "lead_median_us", "sleep_median_us", "sleep_host_us",
+            "ops_median_us", "prof_median_us", "prof_host_us"]
     print(table(cols, [[r.get(c) for c in cols] for r in rows]))
 
 
@@ -295,6 +352,9 @@ def main() -> None:
     ap.add_argument("--no-alone", dest="alone", action="store_false", help="skip the plain-process timings")
     ap.add_argument("--mode", default="profile", choices=("profile", "final"),
                     help="final: the paired rounds that decide a reward (the profiler runs after round 0)")
+    ap.add_argument("--alone-conditions", nargs="+", default=[], choices=ALONE_CONDITIONS,
+                    help="the plain process once, under the override, in these conditions (default: the override's"
+                         " four runs, with and without it)")
     ap.add_argument("--out", default="parity")
     args = ap.parse_args()
     files = []
@@ -307,7 +367,7 @@ def main() -> None:
         if not hits:
             ap.error(f"no file {p}* under {args.root}")
         files.append(hits[0])
-    anyio.run(run, files, args.variants, args.loop_seconds, args.out, args.alone, args.mode)
+    anyio.run(run, files, args.variants, args.loop_seconds, args.out, args.alone, args.mode, tuple(args.alone_conditions))
 
 
 if __name__ == "__main__":
