@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -165,12 +166,15 @@ print(json.dumps(result))
 
 HOST_TIMING = '''
 
-import statistics as _st
+import gc as _gc
+import json as _json
 import time as _time
 
 
 class ModelNew(Model):
-    """The reference itself, timing how long its call takes the host to queue (a probe, not a solution)."""
+    """The reference itself, timing how long its call takes the host to queue (a probe, not a solution).
+    Each call's host us and whether the collector was on: off in the harness's timed calls (warm-up, timed
+    loop, then the caller calls), on in its correctness calls."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -179,9 +183,9 @@ class ModelNew(Model):
     def forward(self, *args):
         _t = _time.perf_counter()
         out = super().forward(*args)
-        self._host.append((_time.perf_counter() - _t) * 1e6)
+        self._host.append([round((_time.perf_counter() - _t) * 1e6, 1), int(_gc.isenabled())])
         if len(self._host) % 10 == 0:
-            print(f"HOST n={len(self._host)} host={_st.median(self._host):.2f}", flush=True)
+            print("HOSTS " + _json.dumps(self._host), flush=True)
         return out
 '''
 
@@ -282,7 +286,7 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
     timing = TimingConfig(warmup_calls=3, warmup_seconds=0.05, min_calls=10, max_calls=200, target_seconds=0.1,
                           loop_seconds=loop_seconds, lead_us=0.0 if variant == "nolead" else TimingConfig().lead_us)
     cfg = EvalConfig(backend=backend, baselines=["eager"], torch_allowed=True, timing=timing,  # type: ignore[arg-type]
-                     build=BuildConfig(backend=backend))  # type: ignore[arg-type]
+                     build=BuildConfig(backend=backend), log_chars=1 << 20)  # type: ignore[arg-type]  # HOSTS: every call
     if variant == "nosandbox":
         cfg = msgspec.structs.replace(cfg, sandbox=SandboxConfig(mode="none", allow_unsafe=True))
     t = time.perf_counter()
@@ -300,9 +304,15 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
         row |= {"eager_us": _median(e.per_call_us), "eager_cv": round(e.cv, 4), "eager_calls": e.calls,
                 "eager_caller_us": _median(e.caller_us), "eager_kernel_us": e.kernel_us}
     row["speedup_eager"] = next((round(s.value, 3) for s in r.speedups if s.baseline == "eager"), None)
-    hosts = list(re.finditer(r"HOST n=(\d+) host=([\d.]+)", r.log or ""))
+    hosts = [line for line in (r.log or "").splitlines() if line.startswith("HOSTS ")]
     if hosts:
-        row["host_us"] = float(hosts[-1].group(2))
+        calls = json.loads(hosts[-1].removeprefix("HOSTS "))
+        off = [h for h, on in calls if not on]  # warm-up and timed calls, then the caller calls
+        n_caller = timing.caller_calls if len(off) > timing.caller_calls else 0
+        timed, caller = off[:len(off) - n_caller], off[len(off) - n_caller:]
+        row |= {"host_us": statistics.median(timed) if timed else None,
+                "host_caller_us": statistics.median(caller) if caller else None,
+                "host_checked_us": statistics.median([h for h, on in calls if on] or [0.0]), "host_calls": len(calls)}
     found = list(re.finditer(r"PARITY n=(\d+) ipc=([\d.]+) own=([\d.]+) host=([\d.]+)", r.log or ""))
     if found:
         m = found[-1]
@@ -336,7 +346,7 @@ async def run(files: list[Path], variants: list[str], loop_seconds: float, out: 
                 rows.append(base | {"variant": v} | row)
                 print(json.dumps(rows[-1]), flush=True)
                 write_result(out, {"rows": rows, "env": environment()})
-    cols = ["problem", "variant", "cand_us", "cand_kernel_us", "host_us", "self_ipc_us", "self_own_us", "self_host_us",
+    cols = ["problem", "variant", "cand_us", "cand_kernel_us", "cand_caller_us", "host_us", "host_caller_us", "host_checked_us", "self_ipc_us", "self_own_us", "self_host_us",
             "eager_us", "speedup_eager", "tf32env_median_us", "tf32env2_median_us", "tf32env_host_us", "noenv_median_us",
             "noenv2_median_us", "noenv_host_us", "median_us", "lead_median_us", "sleep_median_us", "sleep_host_us",
             "ops_median_us", "prof_median_us", "prof_host_us"]
