@@ -203,11 +203,12 @@ class ModelNew(Model):
         return super().forward(*args)
 '''
 
-VARIANTS = ("plain", "self", "self-env", "self-nocap", "plain-judge-noenv", "host", "nolead", "gc", "nosandbox")
+VARIANTS = ("plain", "self", "self-env", "self-nocap", "plain-judge-noenv", "host", "nolead", "gc", "nosandbox", "spin")
 """plain-judge-noenv: the judge without NVIDIA_TF32_OVERRIDE=0 (as before the judge ran under the candidate's
 override); host: the candidate's host time to queue a call; nolead: plain with the lead off for both;
 gc: garbage collection on in the candidate's timed calls; nosandbox: plain with the candidate outside bubblewrap
-(its seccomp filter, namespaces and limits)."""
+(its namespaces and limits); spin: plain with the candidate's worker polling the link for 20 ms after each timed
+call before it blocks (TimingConfig.candidate_spin_us), its core awake when the next call comes."""
 
 
 ALONE_CONDITIONS = ("plain", "lead", "sleep", "ops", "profiler")
@@ -233,7 +234,7 @@ def alone(f: Path, tf32_off: bool, conditions: tuple[str, ...] = ("plain",)) -> 
 def model_new(source: str, variant: str) -> str:
     if variant == "gc":
         return source.rstrip() + GC_ON
-    if variant in ("plain", "plain-judge-noenv", "nolead", "nosandbox"):
+    if variant in ("plain", "plain-judge-noenv", "nolead", "nosandbox", "spin"):
         return source.rstrip() + "\n\n\nclass ModelNew(Model):\n    \"\"\"The reference itself.\"\"\"\n"
     if variant == "host":
         return source.rstrip() + HOST_TIMING
@@ -284,7 +285,8 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
 
     ws = workspace(f, variant, tmp)
     timing = TimingConfig(warmup_calls=3, warmup_seconds=0.05, min_calls=10, max_calls=200, target_seconds=0.1,
-                          loop_seconds=loop_seconds, lead_us=0.0 if variant == "nolead" else TimingConfig().lead_us)
+                          loop_seconds=loop_seconds, lead_us=0.0 if variant == "nolead" else TimingConfig().lead_us,
+                          candidate_spin_us=20_000.0 if variant == "spin" else 0.0)
     cfg = EvalConfig(backend=backend, baselines=["eager"], torch_allowed=True, timing=timing,  # type: ignore[arg-type]
                      build=BuildConfig(backend=backend), log_chars=1 << 20)  # type: ignore[arg-type]  # HOSTS: every call
     if variant == "nosandbox":

@@ -134,12 +134,15 @@ class Candidate:
 
     def serve(self, link: P.Link, mark: timing.MarkCall | None) -> None:
         """Answer the judge until it closes the link: map its arenas, run each call it asks for."""
+        spin_s = 0.0
         while True:
+            if spin_s:
+                link.poll(spin_s)
             try:
                 msg, fds = link.recv(fds=True)
             except P.LinkClosed:
                 return
-
+            spin_s = self._spin_after(msg)
             try:
                 link.send(self._answer(msg, fds, mark))
             except CandidateError as exc:
@@ -148,6 +151,14 @@ class Candidate:
             except Exception as exc:
                 link.send(P.Failed(stage="timing", message=_candidate_traceback(exc, self.start.workspace)[-4000:]))
                 return
+
+    def _spin_after(self, msg: P.LinkMessage) -> float:
+        """Seconds to poll the link for the next message after answering this one: the timing's
+        candidate_spin_us after a timed call on cuda, else 0 (block at once)."""
+        if self.device.type != "cuda" or not isinstance(msg, P.Call) or msg.watch != "none":
+            return 0.0
+        g = self.groups.get(msg.group)
+        return g.loop.config.candidate_spin_us / 1e6 if g is not None else 0.0
 
     def _answer(self, msg: P.LinkMessage, fds: list[int], mark: timing.MarkCall | None) -> P.LinkMessage:
         if isinstance(msg, P.Offer):

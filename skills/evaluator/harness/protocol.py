@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import select
 import socket
 import struct
+import time
 from typing import Any, Literal
 
 import msgspec
@@ -56,6 +58,11 @@ class TimingConfig(msgspec.Struct, kw_only=True, frozen=True):
     caller_calls: int = 50
     """cuda: after the timed loop, this many calls with no lead: the time per call as a caller
     that waits for every call sees it (launch included). Reported beside, not judged."""
+    candidate_spin_us: float = 0.0
+    """cuda: after answering a timed call, the candidate's worker polls the link this long for the
+    judge's next message before it blocks, so its core is awake when the next call comes, as the
+    judge's is before each baseline call (0: it blocks at once). Off until the GPU measures it
+    (benchmarks/probe_parity.py, variant spin)."""
 
     def method(self) -> str:
         """What a cached baseline's times depend on (skills.evaluator.baselines.BaselineKey.timing).
@@ -568,6 +575,15 @@ class Link:
         except TimeoutError:
             raise LinkClosed(f"no answer within {timeout:.0f} s") from None
         return b"".join(chunks)
+
+    def poll(self, seconds: float) -> bool:
+        """Busy-wait up to `seconds` for something to read (the caller's core stays awake); True if it came."""
+        end = time.perf_counter() + seconds
+        while True:
+            if select.select([self.sock], [], [], 0)[0]:
+                return True
+            if time.perf_counter() >= end:
+                return False
 
     def recv(self, timeout: float | None = None, fds: bool = False) -> tuple[LinkMessage, list[int]]:
         """The next message (and, with fds, the descriptors that came with its first bytes)."""

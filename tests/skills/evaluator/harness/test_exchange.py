@@ -171,3 +171,21 @@ def test_a_vanishing_tail_just_over_budget_is_tolerated() -> None:
     c = ref.r.clone()  # type: ignore[attr-defined]
     c[3] = float("nan")
     assert not compare_output(0, c, ref).ok  # type: ignore[arg-type]
+
+
+def test_the_link_polls_until_a_message_comes_or_its_time_is_up() -> None:
+    """Link.poll (the candidate's wait after a timed call with TimingConfig.candidate_spin_us): it
+    says whether the judge's next message came, and leaves the message to recv."""
+    import socket
+
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    judge, cand = P.Link(a), P.Link(b)
+    try:
+        assert cand.poll(0.02) is False  # nothing sent: it gives up at its time
+        judge.send(P.Profile(group=3, calls=2))
+        assert cand.poll(5.0) is True
+        msg, _ = cand.recv(timeout=1)
+        assert isinstance(msg, P.Profile) and msg.group == 3 and msg.calls == 2
+    finally:
+        judge.close()
+        cand.close()
