@@ -742,6 +742,45 @@ def test_the_candidate_s_timed_calls_run_without_garbage_collection(new_workspac
     assert seen.count("False") >= r.candidate.calls, seen[-20:]  # every timed call (and the caller calls)
 
 
+PATH_PROBE_PY = """\
+import sys
+import torch
+from kagent_ext import ops
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        names, f = [], sys._getframe(1)
+        while f is not None and len(names) < 8:
+            where = f.f_code.co_name + ":" + f.f_code.co_filename.rsplit("/", 1)[-1]
+            if where == "call:timing.py":  # timing.Loop.call, which reads the clock around this call
+                print("BETWEEN=" + ",".join(names), flush=True)
+                break
+            names.append(where)
+            f = f.f_back
+        print("GRAD=" + str(torch.is_grad_enabled()), flush=True)
+        y = torch.empty_like(x)
+        ops.relu(x, y, x.numel())
+        return y
+"""
+
+
+def test_the_candidate_s_call_path_is_the_baselines_own(new_workspace: MakeWs, build_cache_dir: Path) -> None:
+    """Between the clock's reads and ModelNew.forward there is only the module's own __call__, as between
+    the judge's and a baseline's forward: no grad-mode switch of the harness's inside the window (a
+    per-call no_grad, entered cold after the cache flush, cost the candidate ~45-60 us a call on the
+    2-core box: the problem's own relu as its solution read 0.82x eager). Grad stays off in every call."""
+    ws = new_workspace(PATH_PROBE_PY, {"relu.cpp": RELU_CPP})
+    r = run_eval(RELU, ws, build_cache_dir, mode="profile", static_checks=False)  # the rule book bans frames
+    assert r.error is None and r.correct, r.error
+    between = re.findall(r"BETWEEN=(\S*)", r.log or "")
+    assert r.candidate is not None and len(between) >= r.candidate.calls, (len(between), r.candidate.calls)
+    frames = {name for path in between for name in path.split(",")}
+    assert frames and all(name.endswith(":module.py") for name in frames), frames  # torch.nn.Module's __call__
+    grads = re.findall(r"GRAD=(True|False)", r.log or "")
+    assert grads and set(grads) == {"False"}, grads[-10:]
+
+
 JUDGE_ENV_PROBLEM = """\
 import os
 import torch
