@@ -103,7 +103,8 @@ import json, statistics, sys, time, torch
 sys.path.insert(0, sys.argv[2])
 from skills.evaluator.problem import load_problem
 from skills.evaluator.harness.judge import set_precision
-from skills.evaluator.harness.timing import _spin
+from skills.evaluator.harness.protocol import TimingConfig
+from skills.evaluator.harness.timing import Loop
 p = load_problem(sys.argv[1], sizes="default")
 set_precision(p.problem.precision)
 torch.manual_seed(0)
@@ -120,7 +121,7 @@ def timed(n=25, lead=False, sleep_s=0.0):
             time.sleep(sleep_s)  # as the candidate waits on the link while the judge puts the next set
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if lead:
-            _spin(lead_cycles)
+            lead_loop.lead()
         a.record(); t = time.perf_counter(); out = model(*inputs); h = time.perf_counter() - t
         b.record(); torch.cuda.synchronize()
         if i >= 5:
@@ -133,9 +134,8 @@ def timed(n=25, lead=False, sleep_s=0.0):
 with torch.no_grad(), torch.device("cuda"):
     model = p.Model(*p.get_init_inputs()).eval()
     inputs = list(p.get_inputs())
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record(); _spin(200_000); b.record(); torch.cuda.synchronize()
-    lead_cycles = int(100 * 200_000 / (a.elapsed_time(b) * 1e3))
+    lead_loop = Loop(model, [inputs], torch.device("cuda"), TimingConfig(flush_l2=False), external=True)
+    lead_loop.calibrate_lead()  # the harness's lead (TimingConfig.lead_us) at this clock
     result = {}
     for c in conditions:
         if c == "plain":
@@ -144,17 +144,13 @@ with torch.no_grad(), torch.device("cuda"):
             result.update({f"lead_{k}": v for k, v in timed(lead=True).items()})
         elif c == "sleep":  # 2 ms asleep before each call: the core may idle between calls
             result.update({f"sleep_{k}": v for k, v in timed(lead=True, sleep_s=0.002).items()})
-        elif c == "ops":  # after one call under a dispatch mode (the candidate's correctness calls run under one)
-            from torch.utils._python_dispatch import TorchDispatchMode
+        elif c == "ops":  # after one call under the op recorder, as the candidate's correctness calls run
+            from skills.evaluator.harness.candidate import OpRecorder
 
-            class _Rec(TorchDispatchMode):
-                def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                    return func(*args, **(kwargs or {}))
-
-            with _Rec():
+            with OpRecorder():
                 model(*inputs)
             result.update({f"ops_{k}": v for k, v in timed(lead=True).items()})
-        elif c == "profiler":  # after one profiler session with CUDA activity (final mode: after round 0)
+        elif c == "profiler":  # after one call under the profiler with CUDA activity (final mode: after round 0)
             from torch.profiler import ProfilerActivity, profile
 
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
@@ -179,13 +175,18 @@ class ModelNew(Model):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._host = []
+        self._printed = 0
 
     def forward(self, *args):
         _t = _time.perf_counter()
         out = super().forward(*args)
-        self._host.append([round((_time.perf_counter() - _t) * 1e6, 1), int(_gc.isenabled())])
-        if len(self._host) % 10 == 0:
-            print("HOSTS " + _json.dumps(self._host), flush=True)
+        on = _gc.isenabled()
+        self._host.append([round((_time.perf_counter() - _t) * 1e6, 1), int(on)])
+        # the calls since the last line: every tenth call, and at every correctness call (untimed), so the
+        # caller calls are all out by the op recorder's calls that follow them
+        if on or len(self._host) - self._printed >= 10:
+            print("HOSTS " + _json.dumps(self._host[self._printed:]), flush=True)
+            self._printed = len(self._host)
         return out
 '''
 
@@ -214,7 +215,7 @@ call before it blocks (TimingConfig.candidate_spin_us), its core awake when the 
 ALONE_CONDITIONS = ("plain", "lead", "sleep", "ops", "profiler")
 """The plain process's conditions, in this order in one process (--alone-conditions): plain; lead (the
 100 us spin ahead of the start event); sleep (and 2 ms asleep before each call); ops (after one call
-under a dispatch mode); profiler (after one profiler session with CUDA activity)."""
+under the op recorder, a dispatch mode); profiler (after one call under the profiler with CUDA activity)."""
 
 
 def alone(f: Path, tf32_off: bool, conditions: tuple[str, ...] = ("plain",)) -> dict[str, Any]:
@@ -306,9 +307,9 @@ async def graded(f: Path, variant: str, tmp: Path, loop_seconds: float, backend:
         row |= {"eager_us": _median(e.per_call_us), "eager_cv": round(e.cv, 4), "eager_calls": e.calls,
                 "eager_caller_us": _median(e.caller_us), "eager_kernel_us": e.kernel_us}
     row["speedup_eager"] = next((round(s.value, 3) for s in r.speedups if s.baseline == "eager"), None)
-    hosts = [line for line in (r.log or "").splitlines() if line.startswith("HOSTS ")]
-    if hosts:
-        calls = json.loads(hosts[-1].removeprefix("HOSTS "))
+    calls = [c for line in (r.log or "").splitlines() if line.startswith("HOSTS ")
+             for c in json.loads(line.removeprefix("HOSTS "))]  # the calls since the line before, in order
+    if calls:
         off = [h for h, on in calls if not on]  # warm-up and timed calls, then the caller calls
         n_caller = timing.caller_calls if len(off) > timing.caller_calls else 0
         timed, caller = off[:len(off) - n_caller], off[len(off) - n_caller:]
